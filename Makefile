@@ -1,0 +1,49 @@
+# `make test` and `make demo` do all the set-up on a fresh machine: a virtual environment in
+# .venv with the pinned test set (requirements-ci.txt) and this package, editable.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BACKENDS ?= tensorflow jax torch
+PYTEST_ARGS ?=
+
+# Caches go somewhere disposable, never to ~/.keras or ~/.config.
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export KERAS_HOME ?= $(CURDIR)/.cache/keras
+export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install lint format test demo benchmarks clean
+
+$(STAMP): requirements-ci.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements-ci.txt -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# The whole suite once per backend; fails if any backend fails.
+test: lint
+	@failed=""; \
+	for backend in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$backend"; \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
+			--basetemp=$(CURDIR)/.cache/pytest-$$backend $(PYTEST_ARGS) || failed="$$failed $$backend"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
+	echo "all backends passed: $(BACKENDS)"
+
+# The main job. Backend: $KERAS_BACKEND if set, else jax.
+demo: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m keras_luong.demo
+
+clean:
+	rm -rf .cache .pytest_cache .ruff_cache

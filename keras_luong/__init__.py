@@ -1,0 +1,11 @@
+"""Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
+
+from keras_luong.global_attention import GlobalAttention
+from keras_luong.scores import BaseLuongAttention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BaseLuongAttention",
+    "GlobalAttention",
+]

@@ -1,0 +1,285 @@
+"""The Luong score functions and the attention pipeline they share.
+
+`BaseLuongAttention` owns what every Luong attention layer has in common: the score
+weights, the keys projected once per source, the masked softmax (in float32 when the compute
+dtype is lower), attention dropout, the query mask, and the optional attentional hidden state
+`h̃ = tanh(W_c [c; h])`. `GlobalAttention` and `LocalAttention` differ only in which source
+positions each query step looks at.
+"""
+
+import keras
+from keras import ops
+
+SCORE_MODES = ("dot", "general", "concat", "location")
+
+# Large enough to vanish in a float32 softmax; the softmax never runs in a lower precision.
+_MASK_SCORE = -1e9
+
+
+class BaseLuongAttention(keras.layers.Layer):
+    """Base class of the Luong attention layers: the shared score-mask-softmax pipeline.
+
+    Subclasses decide which source positions each query step attends to; this class scores a
+    query against keys, normalises the scores over the valid positions and combines values.
+
+    Args:
+        score_mode: How a decoder state `h_t` is scored against an encoder state `h̄_s`.
+            One of `"dot"` (`h_t · h̄_s`), `"general"` (`h_t · W_a h̄_s`), `"concat"`
+            (`v_a · tanh(W_q h_t + W_k h̄_s)`) or `"location"` (`softmax(W_a h_t)`, global
+            attention only). Defaults to `"general"`.
+        units: Width of the hidden layer of the `"concat"` score. Defaults to the query's
+            last dimension. Only used by `"concat"`.
+        use_scale: If `True`, a learned scalar (initialised to 1) multiplies the scores.
+        max_source_length: The fixed source length that the `"location"` score is computed
+            over; required by `"location"`, unused by the others.
+        attentional_units: If set, the layer returns the attentional hidden state
+            `tanh(W_c [c_t; h_t])` of this width instead of the context `c_t`.
+        dropout: Fraction of the attention weights to drop during training.
+        seed: Python integer seed of the dropout.
+        kernel_initializer: Initializer of every kernel. Defaults to `"glorot_uniform"`.
+        kernel_regularizer: Optional regularizer of every kernel.
+    """
+
+    score_modes = SCORE_MODES
+
+    def __init__(
+        self,
+        score_mode="general",
+        units=None,
+        use_scale=False,
+        max_source_length=None,
+        attentional_units=None,
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if score_mode not in self.score_modes:
+            raise ValueError(
+                "Invalid value for argument score_mode. "
+                f"Expected one of {self.score_modes}. Received: score_mode={score_mode!r}"
+            )
+        _check_positive_int_or_none("units", units)
+        _check_positive_int_or_none("max_source_length", max_source_length)
+        _check_positive_int_or_none("attentional_units", attentional_units)
+        if score_mode == "location" and max_source_length is None:
+            raise ValueError(
+                "The 'location' score needs argument max_source_length (the longest source "
+                "it will see). Received: max_source_length=None"
+            )
+        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
+            raise ValueError(
+                "Invalid value for argument dropout. Expected a float in [0, 1). "
+                f"Received: dropout={dropout!r}"
+            )
+        self.score_mode = score_mode
+        self.units = units
+        self.use_scale = use_scale
+        self.max_source_length = max_source_length
+        self.attentional_units = attentional_units
+        self.dropout = dropout
+        self.seed = seed
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.seed_generator = keras.random.SeedGenerator(seed) if dropout > 0 else None
+        self.supports_masking = True
+
+    def build(self, query_shape, value_shape):
+        _check_rank("query", query_shape, (2, 3))
+        _check_rank("value", value_shape, (3,))
+        query_dim, value_dim = query_shape[-1], value_shape[-1]
+        if query_dim is None or value_dim is None:
+            raise ValueError(
+                "The last dimension of query and value must be known. "
+                f"Received: query.shape={tuple(query_shape)}, value.shape={tuple(value_shape)}"
+            )
+        if self.score_mode == "dot" and query_dim != value_dim:
+            raise ValueError(
+                "The 'dot' score needs the query and value to have the same last dimension; "
+                "use score_mode='general' to score states of different sizes. "
+                f"Received: query.shape={tuple(query_shape)}, value.shape={tuple(value_shape)}"
+            )
+        self._check_source_length(value_shape[1])
+        kernel = {
+            "initializer": self.kernel_initializer,
+            "regularizer": self.kernel_regularizer,
+        }
+        if self.score_mode == "general":
+            self.key_kernel = self.add_weight(
+                name="key_kernel", shape=(value_dim, query_dim), **kernel
+            )
+        elif self.score_mode == "concat":
+            units = self.units or query_dim
+            self.query_kernel = self.add_weight(
+                name="query_kernel", shape=(query_dim, units), **kernel
+            )
+            self.key_kernel = self.add_weight(name="key_kernel", shape=(value_dim, units), **kernel)
+            self.score_kernel = self.add_weight(name="score_kernel", shape=(units,), **kernel)
+        elif self.score_mode == "location":
+            self.location_kernel = self.add_weight(
+                name="location_kernel", shape=(query_dim, self.max_source_length), **kernel
+            )
+        self.scale = (
+            self.add_weight(name="scale", shape=(), initializer="ones") if self.use_scale else None
+        )
+        if self.attentional_units:
+            self.attentional_kernel = self.add_weight(
+                name="attentional_kernel",
+                shape=(value_dim + query_dim, self.attentional_units),
+                **kernel,
+            )
+
+    # -- the pieces subclasses put together -------------------------------------------------
+
+    def compute_keys(self, value):
+        """Projects the encoder states once per source: `W_a h̄_s` for `"general"`, `W_k h̄_s`
+        for `"concat"`; the states themselves for `"dot"` (and unused by `"location"`).
+
+        Pass the result as `keys=` to score many decoding steps against one source without
+        projecting it again.
+        """
+        if self.score_mode in ("general", "concat"):
+            return ops.matmul(value, self.key_kernel)
+        return value
+
+    def score(self, query, keys):
+        """Scores `query` `(B, T, d_q)` against `keys`: `(B, S, d_k)`, shared by all steps, gives
+        `(B, T, S)`; `(B, T, W, d_k)`, a window per step, gives `(B, T, W)`."""
+        per_step = len(keys.shape) == 4
+        if self.score_mode == "location":
+            scores = ops.matmul(query, self.location_kernel)[..., : ops.shape(keys)[1]]
+        elif self.score_mode == "concat":
+            hidden = ops.expand_dims(ops.matmul(query, self.query_kernel), axis=2)
+            keys = keys if per_step else ops.expand_dims(keys, axis=1)
+            scores = ops.matmul(ops.tanh(hidden + keys), self.score_kernel)
+        elif per_step:
+            scores = ops.einsum("btd,btwd->btw", query, keys)
+        else:
+            scores = ops.einsum("btd,bsd->bts", query, keys)
+        if self.scale is not None:
+            scores = scores * ops.cast(self.scale, scores.dtype)
+        return scores
+
+    def normalize(self, scores, mask=None):
+        """Softmax over the last axis, restricted to `mask`; computed in float32 when the
+        compute dtype is lower. Masked positions get exactly zero weight and a row with no
+        valid position gets all zeros (with finite gradients)."""
+        if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
+            scores = ops.cast(scores, "float32")
+        if mask is None:
+            return ops.softmax(scores, axis=-1)
+        scores = ops.where(mask, scores, ops.cast(_MASK_SCORE, scores.dtype))
+        return ops.softmax(scores, axis=-1) * ops.cast(mask, scores.dtype)
+
+    def combine(self, weights, value, training=None):
+        """Applies attention dropout and returns the weighted sum of `value`: `(B, T, S)` weights
+        with `(B, S, d)` values, or `(B, T, W)` weights with `(B, T, W, d)` windows."""
+        weights = ops.cast(weights, value.dtype)
+        if training and self.dropout > 0:
+            weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+        if len(value.shape) == 4:
+            return ops.einsum("btw,btwd->btd", weights, value)
+        return ops.matmul(weights, value)
+
+    def attentional_state(self, context, query):
+        """`h̃_t = tanh(W_c [c_t; h_t])`, or `c_t` itself when `attentional_units` is unset."""
+        if not self.attentional_units:
+            return context
+        return ops.tanh(
+            ops.matmul(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
+        )
+
+    # -- input handling ---------------------------------------------------------------------
+
+    def _prepare(self, query, value, query_mask, value_mask):
+        """Validates the call inputs and brings a one-step query to `(B, 1, d_q)`."""
+        _check_rank("query", query.shape, (2, 3))
+        _check_rank("value", value.shape, (3,))
+        self._check_source_length(value.shape[1])
+        one_step = len(query.shape) == 2
+        if one_step:
+            query = ops.expand_dims(query, axis=1)
+            if query_mask is not None:
+                query_mask = ops.expand_dims(_as_bool(query_mask), axis=1)
+        value_mask = _check_mask("value_mask", value_mask, value.shape[:2])
+        query_mask = _check_mask("query_mask", query_mask, query.shape[:2])
+        return query, query_mask, value_mask, one_step
+
+    def _finish(self, output, weights, query_mask, one_step, return_attention_scores):
+        if query_mask is not None:
+            output = output * ops.cast(ops.expand_dims(query_mask, -1), output.dtype)
+            weights = weights * ops.cast(ops.expand_dims(query_mask, -1), weights.dtype)
+        if one_step:
+            output = ops.squeeze(output, axis=1)
+            weights = ops.squeeze(weights, axis=1)
+        if return_attention_scores:
+            return output, weights
+        return output
+
+    def _check_source_length(self, source_length):
+        if (
+            self.score_mode == "location"
+            and source_length is not None
+            and source_length > self.max_source_length
+        ):
+            raise ValueError(
+                "The 'location' score is defined over at most max_source_length="
+                f"{self.max_source_length} source positions. "
+                f"Received: a value of length {source_length}"
+            )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "score_mode": self.score_mode,
+                "units": self.units,
+                "use_scale": self.use_scale,
+                "max_source_length": self.max_source_length,
+                "attentional_units": self.attentional_units,
+                "dropout": self.dropout,
+                "seed": self.seed,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            }
+        )
+        return config
+
+
+def _check_positive_int_or_none(name, value):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected a positive integer or None. "
+            f"Received: {name}={value!r}"
+        )
+
+
+def _check_rank(name, shape, ranks):
+    if len(shape) not in ranks:
+        expected = " or ".join(str(r) for r in ranks)
+        raise ValueError(
+            f"Invalid {name}: expected a tensor of rank {expected}. "
+            f"Received: {name}.shape={tuple(shape)} (rank {len(shape)})"
+        )
+
+
+def _as_bool(mask):
+    mask = ops.convert_to_tensor(mask)
+    return mask if keras.backend.standardize_dtype(mask.dtype) == "bool" else ops.cast(mask, "bool")
+
+
+def _check_mask(name, mask, expected_shape):
+    if mask is None:
+        return None
+    mask = _as_bool(mask)
+    if len(mask.shape) != len(expected_shape) or any(
+        a is not None and b is not None and a != b
+        for a, b in zip(mask.shape, expected_shape, strict=True)
+    ):
+        raise ValueError(
+            f"Invalid {name}: expected shape {tuple(expected_shape)}. "
+            f"Received: {name}.shape={tuple(mask.shape)}"
+        )
+    return mask

@@ -1,0 +1,337 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_luong import GlobalAttention
+from tests.test_case import (
+    BACKEND,
+    BACKENDS,
+    assert_allclose,
+    config_round_trip,
+    fit_lowers_loss,
+    gradients,
+    length_mask,
+    outputs_on_backend,
+    random,
+    save_and_load,
+    to_numpy,
+    weights_by_name,
+)
+
+B, T, S, D = 3, 4, 6, 8
+MODES = ("dot", "general", "concat", "location")
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last axis restricted to `mask`; all-zero rows where nothing is valid."""
+    scores = np.where(mask, scores, -np.inf)
+    peak = np.max(scores, axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    e = np.where(mask, np.exp(scores - peak), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def reference_scores(layer, query, value):
+    """Luong's scores, `(B, T, S)`, from the paper's equations and the layer's weights."""
+    w = {k: v.astype("float64") for k, v in weights_by_name(layer).items()}
+    q, h = query.astype("float64"), value.astype("float64")
+    if layer.score_mode == "dot":
+        scores = np.einsum("btd,bsd->bts", q, h)
+    elif layer.score_mode == "general":
+        scores = np.einsum("btd,bsd->bts", q, h @ w["key_kernel"])
+    elif layer.score_mode == "concat":
+        hidden = (q @ w["query_kernel"])[:, :, None, :] + (h @ w["key_kernel"])[:, None, :, :]
+        scores = np.tanh(hidden) @ w["score_kernel"]
+    else:
+        scores = (q @ w["location_kernel"])[..., : h.shape[1]]
+    if layer.use_scale:
+        scores = scores * w["scale"]
+    return scores
+
+
+def reference_global(layer, query, value, value_mask=None, query_mask=None):
+    """numpy Luong global attention: returns (output, weights)."""
+    one_step = query.ndim == 2
+    q = query[:, None, :] if one_step else query
+    if value_mask is None:
+        value_mask = np.ones(value.shape[:2], bool)
+    weights = masked_softmax(reference_scores(layer, q, value), value_mask[:, None, :])
+    out = weights @ value.astype("float64")
+    if layer.attentional_units:
+        kernel = weights_by_name(layer)["attentional_kernel"].astype("float64")
+        out = np.tanh(np.concatenate([out, q], axis=-1) @ kernel)
+    if query_mask is not None:
+        qm = (query_mask[:, None] if one_step else query_mask)[..., None]
+        out, weights = out * qm, weights * qm
+    if one_step:
+        out, weights = out[:, 0], weights[:, 0]
+    return out, weights
+
+
+def make_layer(score_mode, **kwargs):
+    kwargs.setdefault("max_source_length", 10)
+    return GlobalAttention(score_mode=score_mode, **kwargs)
+
+
+def randomize_scale(layer, value=1.7):
+    """A scale of exactly 1 would make a use_scale test pass with the scale ignored."""
+    if layer.use_scale:
+        layer.scale.assign(value)
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+@pytest.mark.parametrize("use_scale", [False, True])
+@pytest.mark.parametrize("one_step", [False, True])
+def test_matches_numpy_reference(score_mode, use_scale, one_step):
+    query = random((B, D) if one_step else (B, T, D), seed=1)
+    value = random((B, S, D), seed=2)
+    value_mask = length_mask([6, 3, 1], S)
+    layer = make_layer(score_mode, use_scale=use_scale)
+    layer(query, value)
+    randomize_scale(layer)
+    out, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
+    expected_out, expected_weights = reference_global(layer, query, value, value_mask)
+    assert_allclose(weights, expected_weights)
+    assert_allclose(out, expected_out)
+    assert out.shape == ((B, D) if one_step else (B, T, D))
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+def test_attentional_state_matches_reference(score_mode):
+    query, value = random((B, T, 5), seed=3), random((B, S, 7), seed=4)
+    if score_mode == "dot":
+        value = random((B, S, 5), seed=4)
+    query_mask = length_mask([4, 2, 3], T)
+    layer = make_layer(score_mode, attentional_units=6)
+    out = layer(query, value, query_mask=query_mask)
+    expected, _ = reference_global(layer, query, value, query_mask=query_mask)
+    assert out.shape == (B, T, 6)
+    assert_allclose(out, expected)
+    # Padded decoder steps give exactly zero.
+    assert np.all(to_numpy(out)[1, 2:] == 0.0)
+
+
+def test_general_and_concat_scores_work_across_state_sizes():
+    query, value = random((B, T, 5), seed=5), random((B, S, 9), seed=6)
+    for score_mode in ("general", "concat"):
+        layer = make_layer(score_mode, units=3)
+        out = layer(query, value)
+        assert_allclose(out, reference_global(layer, query, value)[0])
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+def test_masked_positions_get_zero_weight_and_cannot_change_the_output(score_mode):
+    query, value = random((B, T, D), seed=7), random((B, S, D), seed=8)
+    value_mask = length_mask([5, 2, 4], S)
+    layer = make_layer(score_mode)
+    out, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
+    weights = to_numpy(weights)
+    assert np.all(weights[~np.broadcast_to(value_mask[:, None], weights.shape)] == 0.0)
+    assert_allclose(weights.sum(-1), np.ones((B, T)))
+    garbage = np.where(value_mask[..., None], value, 1e4 * random((B, S, D), seed=9))
+    assert_allclose(layer(query, garbage, value_mask=value_mask), out)
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+def test_row_without_valid_position_gives_zeros_and_finite_gradients(score_mode):
+    query, value = random((B, T, D), seed=10), random((B, S, D), seed=11)
+    value_mask = length_mask([4, 0, 2], S)
+    layer = make_layer(score_mode, use_scale=True, attentional_units=D)
+    out, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
+    assert np.all(to_numpy(weights)[1] == 0.0)
+    context_layer = make_layer(score_mode)
+    assert np.all(to_numpy(context_layer(query, value, value_mask=value_mask))[1] == 0.0)
+
+    var_grads, input_grads = gradients(
+        layer, lambda o: keras.ops.sum(o**2), [query, value], value_mask=value_mask
+    )
+    for g in var_grads + input_grads:
+        assert np.all(np.isfinite(g))
+    # Nothing flows into the masked value positions; the valid ones do get a gradient.
+    value_grad = input_grads[1]
+    assert np.all(value_grad[~value_mask] == 0.0)
+    assert np.any(value_grad[value_mask] != 0.0)
+
+
+def test_keys_are_projected_once_per_call(monkeypatch):
+    layer = make_layer("general")
+    query, value = random((B, 20, D), seed=12), random((B, S, D), seed=13)
+    layer(query, value)
+    calls = []
+    original = layer.compute_keys
+    monkeypatch.setattr(layer, "compute_keys", lambda v: calls.append(1) or original(v))
+    out = layer(query, value)
+    assert len(calls) == 1
+    # Keys projected ahead of time give the same result, one step at a time.
+    keys = original(value)
+    for t in (0, 7, 19):
+        assert_allclose(layer(query[:, t], value, keys=keys), to_numpy(out)[:, t])
+
+
+def test_dropout_only_in_training():
+    layer = make_layer("general", dropout=0.5, seed=3)
+    query, value = random((B, T, D), seed=14), random((B, S, D), seed=15)
+    inference = layer(query, value, training=False)
+    assert_allclose(inference, reference_global(layer, query, value)[0])
+    trained = to_numpy(layer(query, value, training=True))
+    assert not np.allclose(trained, to_numpy(inference))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"score_mode": "additive"}, "score_mode='additive'"),
+        ({"score_mode": "location"}, "max_source_length=None"),
+        ({"units": 0}, "units=0"),
+        ({"attentional_units": -2}, "attentional_units=-2"),
+        ({"dropout": 1.5}, "dropout=1.5"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GlobalAttention(**kwargs)
+
+
+def test_dot_needs_equal_sizes():
+    with pytest.raises(ValueError, match=r"query.shape=\(3, 4, 5\), value.shape=\(3, 6, 8\)"):
+        GlobalAttention(score_mode="dot")(random((B, T, 5)), random((B, S, D)))
+
+
+def test_location_rejects_a_longer_source():
+    layer = GlobalAttention(score_mode="location", max_source_length=5)
+    with pytest.raises(ValueError, match="max_source_length=5.*length 6"):
+        layer(random((B, T, D)), random((B, S, D)))
+    layer = GlobalAttention(score_mode="location", max_source_length=8)
+    layer(random((B, T, D)), random((B, S, D)))
+    with pytest.raises(ValueError, match="max_source_length=8.*length 9"):
+        layer(random((B, T, D)), random((B, 9, D)))
+
+
+@pytest.mark.parametrize("shape", [(D,), (B, 2, T, D)])
+def test_query_of_wrong_rank(shape):
+    with pytest.raises(ValueError, match=rf"query.shape=.*rank {len(shape)}"):
+        GlobalAttention()(random(shape), random((B, S, D)))
+
+
+@pytest.mark.parametrize(
+    "argument, mask",
+    [
+        ("value_mask", np.ones((B, S + 1), bool)),
+        ("value_mask", np.ones((B, S, 1), bool)),
+        ("query_mask", np.ones((B, T + 2), bool)),
+    ],
+)
+def test_mask_of_wrong_shape(argument, mask):
+    with pytest.raises(ValueError, match=f"{argument}.shape="):
+        GlobalAttention()(random((B, T, D)), random((B, S, D)), **{argument: mask})
+
+
+def test_keras_masks_propagate_from_embeddings():
+    vocab = 12
+    source = keras.Input((None,), dtype="int32")
+    target = keras.Input((None,), dtype="int32")
+    source_embedding = keras.layers.Embedding(vocab, D, mask_zero=True)
+    target_embedding = keras.layers.Embedding(vocab, D, mask_zero=True)
+    memory, states = source_embedding(source), target_embedding(target)
+    attention = GlobalAttention(score_mode="general")
+    context = attention(states, memory)
+    # GlobalAveragePooling1D averages only over the unmasked steps: it sees the target mask.
+    pooled = keras.layers.GlobalAveragePooling1D()(context)
+    model = keras.Model([source, target], [context, pooled])
+
+    src = np.array([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]], "int32")
+    tgt = np.array([[7, 8, 0], [9, 10, 11]], "int32")
+    context, pooled = model.predict([src, tgt], verbose=0)
+    source_embed = to_numpy(source_embedding.embeddings)
+    target_embed = to_numpy(target_embedding.embeddings)
+    expected, _ = reference_global(
+        attention, target_embed[tgt], source_embed[src], src != 0, query_mask=tgt != 0
+    )
+    assert_allclose(context, expected)
+    assert_allclose(pooled[0], expected[0, :2].mean(0))
+    assert_allclose(pooled[1], expected[1].mean(0))
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+def test_config_round_trip(score_mode):
+    layer = make_layer(
+        score_mode,
+        use_scale=True,
+        units=5,
+        attentional_units=4,
+        dropout=0.1,
+        seed=2,
+        kernel_regularizer="l2",
+        name="attn",
+    )
+    query, value = random((B, T, D), seed=16), random((B, S, D), seed=17)
+    out = layer(query, value)
+    clone = config_round_trip(layer)
+    assert clone.get_config() == layer.get_config()
+    clone(query, value)
+    clone.set_weights(layer.get_weights())
+    assert_allclose(clone(query, value), out)
+
+
+def build_model(score_mode="general"):
+    query = keras.Input((T, D))
+    value = keras.Input((S, D))
+    out = make_layer(score_mode, use_scale=True, attentional_units=D)(query, value)
+    return keras.Model([query, value], out)
+
+
+@pytest.mark.parametrize("score_mode", MODES)
+def test_keras_file_round_trip(score_mode, tmp_path):
+    model = build_model(score_mode)
+    inputs = [random((B, T, D), seed=18), random((B, S, D), seed=19)]
+    _, loaded = save_and_load(model, tmp_path)
+    assert_allclose(loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+
+
+def test_keras_file_loads_on_the_other_backends(tmp_path):
+    model = build_model("concat")
+    inputs = [random((B, T, D), seed=20), random((B, S, D), seed=21)]
+    path, _ = save_and_load(model, tmp_path)
+    expected = model.predict(inputs, verbose=0)
+    for backend in BACKENDS:
+        if backend != BACKEND:
+            assert_allclose(outputs_on_backend(backend, path, inputs, tmp_path), expected)
+
+
+@pytest.mark.parametrize("policy, tolerance", [("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)])
+@pytest.mark.parametrize("score_mode", MODES)
+def test_mixed_precision_close_to_float32(policy, tolerance, score_mode):
+    query, value = random((B, T, D), seed=22), random((B, S, D), seed=23)
+    value_mask = length_mask([6, 0, 3], S)
+    reference = make_layer(score_mode, attentional_units=D)
+    expected = to_numpy(reference(query, value, value_mask=value_mask))
+    layer = make_layer(score_mode, attentional_units=D, dtype=policy)
+    layer(query, value)
+    layer.set_weights(reference.get_weights())
+    out, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
+    assert keras.backend.standardize_dtype(out.dtype) == policy.split("_")[1]
+    out = to_numpy(out).astype("float32")
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, expected, atol=tolerance)
+    assert np.all(to_numpy(weights)[1] == 0)
+
+
+def test_fit_lowers_the_loss():
+    vocab = 10
+    source = keras.Input((S,), dtype="int32")
+    target = keras.Input((T,), dtype="int32")
+    memory = keras.layers.LSTM(D, return_sequences=True)(
+        keras.layers.Embedding(vocab, D, mask_zero=True)(source)
+    )
+    states = keras.layers.LSTM(D, return_sequences=True)(
+        keras.layers.Embedding(vocab, D, mask_zero=True)(target)
+    )
+    attentional = GlobalAttention(score_mode="general", attentional_units=D)(states, memory)
+    model = keras.Model([source, target], keras.layers.Dense(vocab)(attentional))
+    rng = np.random.default_rng(0)
+    src = rng.integers(1, vocab, (8, S)).astype("int32")
+    src[:, 4:] = 0
+    tgt = rng.integers(1, vocab, (8, T)).astype("int32")
+    before, after = fit_lowers_loss(model, [src, tgt], tgt, steps=3, learning_rate=0.5)
+    assert np.isfinite(after) and after < before - 1e-3

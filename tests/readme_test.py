@@ -1,0 +1,18 @@
+import re
+from pathlib import Path
+
+import numpy as np
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs_as_written(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, "README has no python example"
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), namespace)
+    assert "(2, 16) (2, 7)" in capsys.readouterr().out
+    weights = np.asarray(namespace["keras"].ops.convert_to_numpy(namespace["weights"]))
+    np.testing.assert_array_equal(weights[1, 4:], 0.0)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-6)
