@@ -1,6 +1,7 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
 from keras_luong.global_attention import GlobalAttention
+from keras_luong.local_attention import LocalAttention
 from keras_luong.scores import BaseLuongAttention
 
 __version__ = "0.1.0"
@@ -8,4 +9,5 @@ __version__ = "0.1.0"
 __all__ = [
     "BaseLuongAttention",
     "GlobalAttention",
+    "LocalAttention",
 ]

@@ -168,10 +168,14 @@ class BaseLuongAttention(keras.layers.Layer):
         valid position gets all zeros (with finite gradients)."""
         if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
             scores = ops.cast(scores, "float32")
-        if mask is None:
-            return ops.softmax(scores, axis=-1)
-        scores = ops.where(mask, scores, ops.cast(_MASK_SCORE, scores.dtype))
-        return ops.softmax(scores, axis=-1) * ops.cast(mask, scores.dtype)
+        if scores.shape[-1] == 1:
+            # A single candidate takes all the weight (and Keras warns on a size-1 softmax).
+            weights = ops.ones_like(scores)
+        else:
+            if mask is not None:
+                scores = ops.where(mask, scores, ops.cast(_MASK_SCORE, scores.dtype))
+            weights = ops.softmax(scores, axis=-1)
+        return weights if mask is None else weights * ops.cast(mask, weights.dtype)
 
     def combine(self, weights, value, training=None):
         """Applies attention dropout and returns the weighted sum of `value`: `(B, T, S)` weights

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_luong import GlobalAttention
+from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
     BACKEND,
     BACKENDS,
@@ -15,39 +16,10 @@ from tests.test_case import (
     random,
     save_and_load,
     to_numpy,
-    weights_by_name,
 )
 
 B, T, S, D = 3, 4, 6, 8
 MODES = ("dot", "general", "concat", "location")
-
-
-def masked_softmax(scores, mask):
-    """Softmax over the last axis restricted to `mask`; all-zero rows where nothing is valid."""
-    scores = np.where(mask, scores, -np.inf)
-    peak = np.max(scores, axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    e = np.where(mask, np.exp(scores - peak), 0.0)
-    total = e.sum(axis=-1, keepdims=True)
-    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
-
-
-def reference_scores(layer, query, value):
-    """Luong's scores, `(B, T, S)`, from the paper's equations and the layer's weights."""
-    w = {k: v.astype("float64") for k, v in weights_by_name(layer).items()}
-    q, h = query.astype("float64"), value.astype("float64")
-    if layer.score_mode == "dot":
-        scores = np.einsum("btd,bsd->bts", q, h)
-    elif layer.score_mode == "general":
-        scores = np.einsum("btd,bsd->bts", q, h @ w["key_kernel"])
-    elif layer.score_mode == "concat":
-        hidden = (q @ w["query_kernel"])[:, :, None, :] + (h @ w["key_kernel"])[:, None, :, :]
-        scores = np.tanh(hidden) @ w["score_kernel"]
-    else:
-        scores = (q @ w["location_kernel"])[..., : h.shape[1]]
-    if layer.use_scale:
-        scores = scores * w["scale"]
-    return scores
 
 
 def reference_global(layer, query, value, value_mask=None, query_mask=None):
@@ -56,11 +28,8 @@ def reference_global(layer, query, value, value_mask=None, query_mask=None):
     q = query[:, None, :] if one_step else query
     if value_mask is None:
         value_mask = np.ones(value.shape[:2], bool)
-    weights = masked_softmax(reference_scores(layer, q, value), value_mask[:, None, :])
-    out = weights @ value.astype("float64")
-    if layer.attentional_units:
-        kernel = weights_by_name(layer)["attentional_kernel"].astype("float64")
-        out = np.tanh(np.concatenate([out, q], axis=-1) @ kernel)
+    weights = masked_softmax(luong_scores(layer, q, value), value_mask[:, None, :])
+    out = attentional_state(layer, weights @ value.astype("float64"), q)
     if query_mask is not None:
         qm = (query_mask[:, None] if one_step else query_mask)[..., None]
         out, weights = out * qm, weights * qm

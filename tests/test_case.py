@@ -42,6 +42,8 @@ def gradients(layer, loss_fn, inputs, **call_kwargs):
 
     The one place tests need a backend's own autodiff; the layers themselves never do."""
     inputs = [np.asarray(x) for x in inputs]
+    if not layer.built:
+        layer(*inputs, **call_kwargs)
     variables = layer.trainable_variables
     if BACKEND == "tensorflow":
         import tensorflow as tf

@@ -1,0 +1,253 @@
+import keras
+from keras import ops
+
+from keras_luong.scores import BaseLuongAttention
+
+ALIGNMENTS = ("monotonic", "predictive")
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class LocalAttention(BaseLuongAttention):
+    """Luong local attention: each decoding step attends to a window of `2D + 1` source states.
+
+    The window is centred on an aligned position `p_t` (0-based):
+
+    ```
+    local-m ("monotonic"):  p_t = t
+    local-p ("predictive"): p_t = (S_i - 1) · sigmoid(v_p · tanh(W_p h_t))
+    window:  s in [floor(p_t) - D, floor(p_t) + D] ∩ [0, S_i - 1]
+    a_t(s) = softmax_window(score(h_t, h̄_s)) · exp(-(s - p_t)² / (2σ²))   (local-p)
+    a_t(s) = softmax_window(score(h_t, h̄_s))                              (local-m)
+    c_t    = Σ_s a_t(s) h̄_s
+    ```
+
+    where `S_i` is the true length of source `i` (from the value mask) and `σ = D / 2` unless
+    given. As in the paper and Luong's own code, the Gaussian weights are not renormalised
+    (`renormalize=True` does). Only the window's `2D + 1` states are gathered and scored, so
+    the work per decoding step is O(D), whatever the source length. A window wholly outside
+    the source gives a zero context and zero weights.
+
+    Args:
+        alignment: `"monotonic"` (local-m) or `"predictive"` (local-p, the default).
+        window: The half-width `D` of the window. Defaults to 10.
+        sigma: The standard deviation of the local-p Gaussian. Defaults to `window / 2`.
+        renormalize: If `True`, local-p weights are renormalised to sum to one after the
+            Gaussian. Defaults to `False`, the paper's choice.
+        position_units: Width of `W_p` in local-p. Defaults to the query's size.
+        score_mode: One of `"dot"`, `"general"`, `"concat"` (`"location"` has no meaning for
+            a moving window). Defaults to `"general"`.
+        units: Width of the `"concat"` score's hidden layer. Defaults to the query's size.
+        use_scale: If `True`, a learned scalar (initialised to 1) multiplies the scores.
+        attentional_units: If set, return `h̃_t = tanh(W_c [c_t; h_t])` with this many units
+            instead of the context `c_t`.
+        dropout: Fraction of the attention weights to drop during training.
+        seed: Python integer seed of the dropout.
+        kernel_initializer: Initializer of the kernels. Defaults to `"glorot_uniform"`.
+        kernel_regularizer: Optional regularizer of the kernels.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        query: The decoder states: `(batch_size, Tq, d_q)` for steps `step .. step + Tq - 1`,
+            or `(batch_size, d_q)` for the single step `step`.
+        value: The encoder states, `(batch_size, S, d_v)`.
+        query_mask: Optional boolean mask `(batch_size, Tq)` (or `(batch_size,)`); outputs at
+            masked steps are zero. Taken from the query's Keras mask if not given.
+        value_mask: Optional boolean mask `(batch_size, S)`; masked positions get zero weight
+            and set each source's length `S_i`. Taken from the value's Keras mask if not given.
+        step: The decoding step of the (first) query: an integer, a scalar tensor or a
+            `(batch_size,)` tensor. Defaults to 0 for a rank-3 query; local-m needs it for a
+            rank-2 query.
+        training: Whether attention dropout is applied.
+        return_attention_scores: If `True`, also return the weights as `(batch_size, Tq, S)`,
+            zero outside each window (built only on request).
+        return_positions: If `True`, also return the aligned positions `p_t`, `(batch_size, Tq)`.
+
+    Returns:
+        The context `c_t` (or `h̃_t`), `(batch_size, Tq, d)` or `(batch_size, d)` for a rank-2
+        query; then the weights and the positions if asked for, in that order.
+
+    Example:
+
+    >>> import numpy as np
+    >>> encoder_states = np.random.rand(2, 30, 16).astype("float32")
+    >>> decoder_states = np.random.rand(2, 5, 16).astype("float32")
+    >>> attention = LocalAttention(alignment="predictive", window=4, score_mode="dot")
+    >>> context, weights, positions = attention(
+    ...     decoder_states, encoder_states,
+    ...     return_attention_scores=True, return_positions=True,
+    ... )
+    >>> tuple(context.shape), tuple(weights.shape), tuple(positions.shape)
+    ((2, 5, 16), (2, 5, 30), (2, 5))
+
+    Reference:
+        Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine
+        Translation", EMNLP 2015 (arXiv:1508.04025), section 3.2.
+    """
+
+    score_modes = ("dot", "general", "concat")
+
+    def __init__(
+        self,
+        alignment="predictive",
+        window=10,
+        sigma=None,
+        renormalize=False,
+        position_units=None,
+        score_mode="general",
+        **kwargs,
+    ):
+        if alignment not in ALIGNMENTS:
+            raise ValueError(
+                "Invalid value for argument alignment. "
+                f"Expected one of {ALIGNMENTS}. Received: alignment={alignment!r}"
+            )
+        if score_mode == "location":
+            raise ValueError(
+                "The 'location' score is defined over the whole source, not a moving window; "
+                "use GlobalAttention for it or another score_mode. "
+                f"Received: score_mode={score_mode!r}"
+            )
+        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
+            raise ValueError(
+                "Invalid value for argument window. Expected a non-negative integer "
+                f"(the half-width D). Received: window={window!r}"
+            )
+        if sigma is not None and not (isinstance(sigma, (int, float)) and sigma > 0):
+            raise ValueError(
+                f"Invalid value for argument sigma. Expected a positive number. "
+                f"Received: sigma={sigma!r}"
+            )
+        if alignment == "predictive" and sigma is None and window == 0:
+            raise ValueError(
+                "local-p with window=0 has sigma = window / 2 = 0; pass a positive sigma. "
+                f"Received: window={window!r}, sigma={sigma!r}"
+            )
+        if position_units is not None and (
+            not isinstance(position_units, int) or position_units < 1
+        ):
+            raise ValueError(
+                "Invalid value for argument position_units. Expected a positive integer or "
+                f"None. Received: position_units={position_units!r}"
+            )
+        super().__init__(score_mode=score_mode, **kwargs)
+        self.alignment = alignment
+        self.window = window
+        self.sigma = sigma
+        self.renormalize = renormalize
+        self.position_units = position_units
+
+    @property
+    def window_sigma(self):
+        return float(self.sigma) if self.sigma is not None else self.window / 2
+
+    def build(self, query_shape, value_shape):
+        super().build(query_shape, value_shape)
+        if self.alignment == "predictive":
+            units = self.position_units or query_shape[-1]
+            self.position_kernel = self.add_weight(
+                name="position_kernel",
+                shape=(query_shape[-1], units),
+                initializer=self.kernel_initializer,
+                regularizer=self.kernel_regularizer,
+            )
+            self.position_vector = self.add_weight(
+                name="position_vector",
+                shape=(units,),
+                initializer=self.kernel_initializer,
+                regularizer=self.kernel_regularizer,
+            )
+
+    def compute_keys(self, value):
+        # Projecting the whole source would cost O(S) per call; a window is projected (or the
+        # query is, for "general") once it is gathered.
+        return value
+
+    def aligned_positions(self, query, lengths, step=None):
+        """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`."""
+        batch, steps = ops.shape(query)[0], ops.shape(query)[1]
+        if self.alignment == "monotonic":
+            start = ops.reshape(ops.cast(0 if step is None else step, "float32"), (-1, 1))
+            return ops.broadcast_to(start + ops.arange(steps, dtype="float32"), (batch, steps))
+        hidden = ops.tanh(ops.matmul(query, self.position_kernel))
+        logit = ops.cast(ops.matmul(hidden, self.position_vector), "float32")
+        return ops.expand_dims(lengths - 1.0, -1) * ops.sigmoid(logit)
+
+    def call(
+        self,
+        query,
+        value,
+        query_mask=None,
+        value_mask=None,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        return_positions=False,
+    ):
+        if self.alignment == "monotonic" and step is None and len(query.shape) == 2:
+            raise ValueError(
+                "local-m (alignment='monotonic') aligns step t with source position t, so a "
+                "one-step (rank-2) query needs its step index. Received: step=None"
+            )
+        query, query_mask, value_mask, one_step = self._prepare(
+            query, value, query_mask, value_mask
+        )
+        batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
+        if value_mask is None:
+            lengths = ops.cast(ops.full((batch,), source_length), "float32")
+        else:
+            lengths = ops.sum(ops.cast(value_mask, "float32"), axis=1)
+        positions = self.aligned_positions(query, lengths, step)
+
+        # The window: (B, T, 2D + 1) source indices, and which of them are real positions.
+        offsets = ops.arange(-self.window, self.window + 1, dtype="int32")
+        window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
+        inside = ops.logical_and(window >= 0, ops.cast(window, "float32") < lengths[:, None, None])
+        index = ops.clip(window, 0, source_length - 1)
+        flat_index = index + ops.reshape(
+            ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
+        )
+        value_window = ops.take(ops.reshape(value, (-1, value.shape[-1])), flat_index, axis=0)
+        if value_mask is not None:
+            inside = ops.logical_and(
+                inside, ops.take(ops.reshape(value_mask, (-1,)), flat_index, axis=0)
+            )
+
+        scored_query, keys = query, value_window
+        if self.score_mode == "general":
+            scored_query = ops.matmul(query, ops.transpose(self.key_kernel))
+        elif self.score_mode == "concat":
+            keys = ops.matmul(value_window, self.key_kernel)
+        weights = self.normalize(self.score(scored_query, keys), inside)
+        if self.alignment == "predictive":
+            distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
+            weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
+            if self.renormalize:
+                total = ops.sum(weights, axis=-1, keepdims=True)
+                weights = weights / ops.where(total > 0, total, ops.ones_like(total))
+
+        context = self.combine(weights, value_window, training=training)
+        output = self.attentional_state(context, query)
+        if return_attention_scores:
+            # Scattered to (B, T, S) only on request, for plotting and comparison.
+            weights = ops.einsum(
+                "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
+            )
+        outputs = self._finish(output, weights, query_mask, one_step, return_attention_scores)
+        if not return_positions:
+            return outputs
+        if one_step:
+            positions = ops.squeeze(positions, axis=1)
+        return (*outputs, positions) if return_attention_scores else (outputs, positions)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "alignment": self.alignment,
+                "window": self.window,
+                "sigma": self.sigma,
+                "renormalize": self.renormalize,
+                "position_units": self.position_units,
+            }
+        )
+        return config
