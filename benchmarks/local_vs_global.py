@@ -1,0 +1,127 @@
+"""Forward+backward time of LocalAttention(predictive) and GlobalAttention as S grows.
+
+    KERAS_BACKEND=jax python benchmarks/local_vs_global.py [--batch 8] [--dim 128]
+
+Prints, from one run on the current backend, the time of one forward+backward pass of each
+layer for S = 256 ... 16384 (T = 64, D = 10, score "general"), then two ratios:
+  flatness = local time at the largest S / local time at the smallest S   (goal: <= 1.5)
+  speed-up = global time / local time at the largest S                    (goal: >= 10)
+The gradient is taken with respect to the layer's weights and the query (the decoder side);
+`--value-grad` also differentiates the encoder states, whose gradient is O(S) by nature.
+JAX and TensorFlow run compiled (jit); torch runs eagerly.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_luong import GlobalAttention, LocalAttention  # noqa: E402
+
+
+def make_step(layer, query, value, value_grad):
+    """A compiled function running one forward+backward pass; returns a callable."""
+    backend = keras.backend.backend()
+    layer(query, value)
+    if backend == "jax":
+        import jax
+
+        trainable = [v.value for v in layer.trainable_variables]
+        argnums = (0, 1, 2) if value_grad else (0, 1)
+
+        def loss(trainable, q, v):
+            out, _ = layer.stateless_call(trainable, [], q, v)
+            return jax.numpy.sum(out * out)
+
+        grad = jax.jit(jax.grad(loss, argnums=argnums))
+        q, v = jax.numpy.asarray(query), jax.numpy.asarray(value)
+        return lambda: jax.block_until_ready(grad(trainable, q, v))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        q, v = tf.constant(query), tf.constant(value)
+
+        @tf.function(jit_compile=True)
+        def grad():
+            with tf.GradientTape() as tape:
+                tape.watch([q, v])
+                out = layer(q, v)
+                loss = tf.reduce_sum(out * out)
+            sources = layer.trainable_variables + [q] + ([v] if value_grad else [])
+            return tape.gradient(loss, sources)
+
+        return lambda: [g.numpy() for g in grad()]
+    import torch
+
+    q = torch.tensor(query, requires_grad=True)
+    v = torch.tensor(value, requires_grad=value_grad)
+
+    def grad():
+        out = layer(q, v)
+        (out * out).sum().backward()
+        return q.grad
+
+    return grad
+
+
+def measure(step, repeats):
+    for _ in range(2):  # compile and warm up
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--window", type=int, default=10)
+    parser.add_argument("--sources", type=int, nargs="+", default=[256, 1024, 4096, 16384])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--value-grad", action="store_true")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    query = rng.standard_normal((args.batch, args.steps, args.dim)).astype("float32")
+    print(
+        f"backend {keras.backend.backend()}, B={args.batch}, T={args.steps}, d={args.dim}, "
+        f"D={args.window}, gradient w.r.t. weights + query{' + value' if args.value_grad else ''}"
+    )
+    print(f"{'S':>7} {'local ms':>10} {'global ms':>10} {'global/local':>13}")
+    local_times, global_times = [], []
+    for source_length in args.sources:
+        value = rng.standard_normal((args.batch, source_length, args.dim)).astype("float32")
+        keras.utils.set_random_seed(0)
+        local = LocalAttention(alignment="predictive", window=args.window, score_mode="general")
+        global_ = GlobalAttention(score_mode="general")
+        local_times.append(measure(make_step(local, query, value, args.value_grad), args.repeats))
+        global_times.append(
+            measure(make_step(global_, query, value, args.value_grad), args.repeats)
+        )
+        print(
+            f"{source_length:>7} {1e3 * local_times[-1]:>10.2f} {1e3 * global_times[-1]:>10.2f} "
+            f"{global_times[-1] / local_times[-1]:>13.1f}"
+        )
+    flatness = local_times[-1] / local_times[0]
+    speedup = global_times[-1] / local_times[-1]
+    print(
+        f"flatness  local(S={args.sources[-1]}) / local(S={args.sources[0]}) = {flatness:.2f}"
+        f"  (goal <= 1.5: {'met' if flatness <= 1.5 else 'NOT met'})"
+    )
+    print(
+        f"speed-up  global / local at S={args.sources[-1]} = {speedup:.1f}"
+        f"  (goal >= 10: {'met' if speedup >= 10 else 'NOT met'})"
+    )
+
+
+if __name__ == "__main__":
+    main()
