@@ -1,6 +1,8 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
+from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
+from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.local_attention import LocalAttention
 from keras_luong.scores import BaseLuongAttention
 
@@ -9,5 +11,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BaseLuongAttention",
     "GlobalAttention",
+    "InputFeedingCell",
     "LocalAttention",
+    "LuongDecoder",
 ]

@@ -1,0 +1,168 @@
+import keras
+from keras import ops
+
+from keras_luong.local_attention import LocalAttention
+from keras_luong.scores import BaseLuongAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class InputFeedingCell(keras.layers.Layer):
+    """One Luong decoding step: an RNN cell, attention over the memory, and input feeding.
+
+    ```
+    h_t  = cell([x_t; h̃_{t-1}], states_{t-1})       ([x_t] when input_feeding=False)
+    c_t  = attention(h_t, memory)
+    h̃_t  = tanh(W_c [c_t; h_t])                      (the attention's attentional_units)
+    ```
+
+    The state is the wrapped cell's state (flattened) followed by `h̃_{t-1}`, which is zero at
+    `t = 0`. Keras 3's `RNN` cannot pass the memory to a cell, so `LuongDecoder` runs this cell
+    with its own loop, and `step`-by-step decoding calls it directly.
+
+    Args:
+        cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
+        attention: A `GlobalAttention` or `LocalAttention` with `attentional_units` set (the
+            size of `h̃`).
+        units: The size of `h̃`; if given, it must equal `attention.attentional_units`.
+        input_feeding: Whether `h̃_{t-1}` is fed to the cell with `x_t`. Defaults to `True`.
+        **kwargs: Base layer keyword arguments.
+
+    Call arguments:
+        inputs: `x_t`, `(batch_size, input_dim)`.
+        states: A list: the cell's states, flattened, then `h̃_{t-1}`.
+        memory: The encoder states, `(batch_size, S, d)`.
+        memory_mask: Optional boolean `(batch_size, S)` mask of the memory.
+        step: The decoding step `t` (needed by local-m).
+        keys: Optional `attention.compute_keys(memory)`, computed once per source.
+        training: Whether dropout is applied.
+        return_attention_scores: If `True`, also return the weights `(batch_size, S)`.
+
+    Returns:
+        `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`.
+    """
+
+    def __init__(self, cell, attention, units=None, input_feeding=True, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(cell, dict):
+            cell = keras.saving.deserialize_keras_object(cell)
+        if isinstance(attention, dict):
+            attention = keras.saving.deserialize_keras_object(attention)
+        if not (isinstance(cell, keras.layers.Layer) and hasattr(cell, "state_size")):
+            raise ValueError(
+                "Invalid value for argument cell. Expected a Keras RNN cell (a layer with a "
+                f"state_size, such as keras.layers.LSTMCell). Received: cell={cell!r}"
+            )
+        if not isinstance(attention, BaseLuongAttention):
+            raise ValueError(
+                "Invalid value for argument attention. Expected a keras_luong GlobalAttention "
+                f"or LocalAttention. Received: attention={attention!r}"
+            )
+        if not attention.attentional_units:
+            raise ValueError(
+                "The attention of an InputFeedingCell must compute h̃ = tanh(W_c [c; h]): "
+                "create it with attentional_units=<size of h̃>. "
+                f"Received: attention.attentional_units={attention.attentional_units!r}"
+            )
+        if units is not None and units != attention.attentional_units:
+            raise ValueError(
+                f"Argument units must equal attention.attentional_units "
+                f"({attention.attentional_units}). Received: units={units!r}"
+            )
+        self.cell = cell
+        self.attention = attention
+        self.units = attention.attentional_units
+        self.input_feeding = input_feeding
+
+    @property
+    def cell_state_size(self):
+        return keras.tree.flatten(self.cell.state_size)
+
+    @property
+    def state_size(self):
+        return [*self.cell_state_size, self.units]
+
+    @property
+    def output_size(self):
+        return self.units
+
+    @property
+    def cell_output_size(self):
+        return getattr(self.cell, "output_size", None) or self.cell_state_size[0]
+
+    def build(self, inputs_shape, memory_shape):
+        input_dim = inputs_shape[-1] + (self.units if self.input_feeding else 0)
+        if not self.cell.built:
+            self.cell.build((inputs_shape[0], input_dim))
+        if not self.attention.built:
+            self.attention.build((inputs_shape[0], self.cell_output_size), memory_shape)
+
+    def get_initial_state(self, batch_size, cell_states=None):
+        """Zeros for every state, or `cell_states` (e.g. the encoder's final `[h, c]`) followed
+        by a zero `h̃_{-1}`."""
+        if cell_states is None:
+            cell_states = [
+                ops.zeros((batch_size, size), dtype=self.compute_dtype)
+                for size in self.cell_state_size
+            ]
+        cell_states = keras.tree.flatten(cell_states)
+        if len(cell_states) != len(self.cell_state_size):
+            raise ValueError(
+                f"Expected {len(self.cell_state_size)} cell states of sizes "
+                f"{self.cell_state_size}. Received: {len(cell_states)} states"
+            )
+        feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
+        return [*cell_states, feed]
+
+    def attention_kwargs(self, step=None, keys=None):
+        if isinstance(self.attention, LocalAttention):
+            return {"step": step}
+        return {"keys": keys}
+
+    def call(
+        self,
+        inputs,
+        states,
+        memory,
+        memory_mask=None,
+        step=None,
+        keys=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        *cell_states, feed = states
+        if self.input_feeding:
+            inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
+        cell_states = keras.tree.pack_sequence_as(self.cell.state_size, cell_states)
+        hidden, new_cell_states = self.cell(inputs, cell_states, training=training)
+        attended = self.attention(
+            hidden,
+            memory,
+            value_mask=memory_mask,
+            training=training,
+            return_attention_scores=return_attention_scores,
+            **self.attention_kwargs(step, keys),
+        )
+        attentional = attended[0] if return_attention_scores else attended
+        new_states = [*keras.tree.flatten(new_cell_states), attentional]
+        if return_attention_scores:
+            return attentional, new_states, attended[1]
+        return attentional, new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell),
+                "attention": keras.saving.serialize_keras_object(self.attention),
+                "units": self.units,
+                "input_feeding": self.input_feeding,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
+        config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
+        return cls(**config)
