@@ -138,18 +138,12 @@ class LuongDecoder(keras.layers.Layer):
         self, inputs, memory, states, inputs_mask, memory_mask, training, return_attention_scores
     ):
         keys = self.attention.compute_keys(memory)
-        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        if inputs_mask is None:
-            inputs_mask = ops.ones((batch, steps), dtype="bool")
-        xs = (
-            ops.transpose(inputs, (1, 0, 2)),
-            ops.transpose(inputs_mask, (1, 0)),
-            ops.arange(steps, dtype="int32"),
-        )
+        batch = ops.shape(inputs)[0]
+        xs = _time_major_with_mask(inputs, inputs_mask)
 
         def body(carry, x):
-            x_t, mask_t, t = x
-            states = carry[0]
+            t, states = carry[0], carry[1]
+            x_t, keep = x[:, :-1], ops.expand_dims(x[:, -1] > 0.5, -1)
             attentional, new_states, *weights = self.step(
                 x_t,
                 states,
@@ -161,20 +155,21 @@ class LuongDecoder(keras.layers.Layer):
                 return_attention_scores=return_attention_scores,
             )
             # Padded target steps leave every state as it was.
-            keep = ops.expand_dims(mask_t, -1)
             new_states = [
                 ops.where(keep, new, old) for new, old in zip(new_states, states, strict=True)
             ]
-            carry = (new_states, *(ops.where(keep, ops.cast(w, "float32"), 0.0) for w in weights))
+            weights = (ops.where(keep, ops.cast(w, "float32"), 0.0) for w in weights)
+            carry = (t + 1, new_states, *weights)
             # TensorFlow's scan wants each step's output shaped like the carry.
             return carry, carry
 
-        carry = (states,)
+        carry = (ops.convert_to_tensor(0, dtype="int32"), states)
         if return_attention_scores:
             carry += (ops.zeros((batch, ops.shape(memory)[1]), dtype="float32"),)
-        (states, *_), (all_states, *all_weights) = ops.scan(body, carry, xs)
-        mask = ops.cast(ops.expand_dims(inputs_mask, -1), all_states[-1].dtype)
-        outputs = ops.transpose(all_states[-1], (1, 0, 2)) * mask
+        (_, states, *_), (_, all_states, *all_weights) = ops.scan(body, carry, xs)
+        outputs = ops.transpose(all_states[-1], (1, 0, 2))
+        if inputs_mask is not None:
+            outputs = outputs * ops.cast(ops.expand_dims(inputs_mask, -1), outputs.dtype)
         weights = ops.transpose(all_weights[0], (1, 0, 2)) if all_weights else None
         return outputs, weights, states
 
@@ -210,22 +205,18 @@ class LuongDecoder(keras.layers.Layer):
     def _run_cell(self, inputs, cell_states, inputs_mask, training):
         """The wrapped cell alone over the sequence, for cells with no fused layer."""
         cell = self.cell.cell
-        if inputs_mask is None:
-            inputs_mask = ops.ones(ops.shape(inputs)[:2], dtype="bool")
 
         def body(carry, x):
-            x_t, mask_t = x
+            x_t, keep = x[:, :-1], ops.expand_dims(x[:, -1] > 0.5, -1)
             states = keras.tree.pack_sequence_as(cell.state_size, carry[:-1])
             hidden, new_states = cell(x_t, states, training=training)
-            keep = ops.expand_dims(mask_t, -1)
             new = [*keras.tree.flatten(new_states), hidden]
             carry = [ops.where(keep, n, o) for n, o in zip(new, carry, strict=True)]
             return carry, carry
 
         zero_hidden = ops.zeros((ops.shape(inputs)[0], self.cell.cell_output_size))
         carry = [*cell_states, ops.cast(zero_hidden, cell_states[0].dtype)]
-        xs = (ops.transpose(inputs, (1, 0, 2)), ops.transpose(inputs_mask, (1, 0)))
-        final, stacked = ops.scan(body, carry, xs)
+        final, stacked = ops.scan(body, carry, _time_major_with_mask(inputs, inputs_mask))
         return ops.transpose(stacked[-1], (1, 0, 2)), final[:-1]
 
     def compute_mask(self, inputs, previous_mask):
@@ -252,3 +243,12 @@ class LuongDecoder(keras.layers.Layer):
         config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
         config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
         return cls(**config)
+
+
+def _time_major_with_mask(inputs, mask):
+    """`(T, B, E + 1)`: the inputs with the mask as a last column. One tensor to scan over, as
+    TensorFlow's scan cannot check several sequences of unknown length against each other."""
+    if mask is None:
+        mask = ops.ones(ops.shape(inputs)[:2], dtype=inputs.dtype)
+    packed = ops.concatenate([inputs, ops.cast(ops.expand_dims(mask, -1), inputs.dtype)], -1)
+    return ops.transpose(packed, (1, 0, 2))

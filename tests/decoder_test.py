@@ -1,0 +1,196 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_luong import GlobalAttention, LocalAttention, LuongDecoder
+from tests.test_case import (
+    BACKEND,
+    BACKENDS,
+    assert_allclose,
+    fit_lowers_loss,
+    length_mask,
+    outputs_on_backend,
+    random,
+    save_and_load,
+    to_numpy,
+)
+
+B, T, S, E, H, U = 3, 6, 7, 4, 5, 6
+
+ATTENTIONS = {
+    "global": lambda: GlobalAttention(score_mode="general", attentional_units=U),
+    "local-m": lambda: LocalAttention(alignment="monotonic", window=1, attentional_units=U),
+    "local-p": lambda: LocalAttention(window=2, score_mode="concat", attentional_units=U),
+}
+CELLS = {
+    "lstm": lambda: keras.layers.LSTMCell(H),
+    "gru": lambda: keras.layers.GRUCell(H),
+    "stacked": lambda: keras.layers.StackedRNNCells(
+        [keras.layers.LSTMCell(H), keras.layers.LSTMCell(H)]
+    ),
+}
+
+
+def inputs_and_masks(seed=0):
+    inputs, memory = random((B, T, E), seed=seed), random((B, S, H), seed=seed + 1)
+    return inputs, memory, length_mask([6, 3, 5], T), length_mask([7, 4, 2], S)
+
+
+def decode_step_by_step(decoder, inputs, memory, inputs_mask, memory_mask, initial_state=None):
+    """Runs `decoder.step` one target step at a time, as a sampler would."""
+    states = decoder.get_initial_state(inputs.shape[0], initial_state)
+    keys = decoder.attention.compute_keys(memory)
+    outputs, alignments = [], []
+    for t in range(inputs.shape[1]):
+        out, new_states, weights = decoder.step(
+            inputs[:, t], states, memory, memory_mask, step=t, keys=keys,
+            return_attention_scores=True,
+        )  # fmt: skip
+        keep = inputs_mask[:, t : t + 1]
+        states = [keras.ops.where(keep, n, s) for n, s in zip(new_states, states, strict=True)]
+        outputs.append(to_numpy(out) * keep)
+        alignments.append(to_numpy(weights) * keep)
+    return np.stack(outputs, 1), np.stack(alignments, 1), [to_numpy(s) for s in states]
+
+
+@pytest.mark.parametrize("attention", sorted(ATTENTIONS))
+@pytest.mark.parametrize("input_feeding", [True, False])
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_step_by_step_equals_teacher_forcing(attention, input_feeding, cell):
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks()
+    decoder = LuongDecoder(CELLS[cell](), ATTENTIONS[attention](), input_feeding=input_feeding)
+    initial_state = None
+    if cell != "stacked":
+        size = 2 if cell == "lstm" else 1
+        initial_state = [random((B, H), seed=10 + i) for i in range(size)]
+    outputs, weights, states = decoder(
+        inputs, memory, initial_state=initial_state, inputs_mask=inputs_mask,
+        memory_mask=memory_mask, return_attention_scores=True, return_state=True,
+    )  # fmt: skip
+    expected_outputs, expected_weights, expected_states = decode_step_by_step(
+        decoder, inputs, memory, inputs_mask, memory_mask, initial_state
+    )
+    assert_allclose(outputs, expected_outputs)
+    assert_allclose(weights, expected_weights)
+    for state, expected in zip(states, expected_states, strict=True):
+        assert_allclose(state, expected)
+    # Padded target steps output exactly zero.
+    assert np.all(to_numpy(outputs)[~inputs_mask] == 0)
+
+
+def test_input_feeding_changes_the_result_and_is_used():
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=3)
+    feeding = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["global"]())
+    out = to_numpy(feeding(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask))
+    # Zeroing the h̃ part of the cell's input kernel turns input feeding into a no-op.
+    plain = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["global"](), input_feeding=False)
+    plain(inputs, memory)
+    kernel, recurrent, bias, *rest = feeding.get_weights()
+    plain.set_weights([kernel[:E], recurrent, bias, *rest])
+    assert not np.allclose(
+        out, to_numpy(plain(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask))
+    )
+    kernel[E:] = 0
+    feeding.set_weights([kernel, recurrent, bias, *rest])
+    assert_allclose(
+        feeding(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
+        plain(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
+    )
+
+
+def test_fast_path_uses_the_fused_layer_and_the_cell_once():
+    decoder = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["global"](), input_feeding=False)
+    decoder(*inputs_and_masks()[:2])
+    assert isinstance(decoder.rnn, keras.layers.LSTM)
+    assert decoder.cell.cell is decoder.rnn.cell
+    # kernel, recurrent kernel, bias; key kernel; attentional kernel: no copies.
+    assert len(decoder.trainable_weights) == 5
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_padding_cannot_change_valid_outputs(input_feeding):
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=5)
+    decoder = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["local-p"](), input_feeding)
+    out = decoder(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask)
+    noisy_inputs = np.where(inputs_mask[..., None], inputs, 50 * random((B, T, E), seed=6))
+    noisy_memory = np.where(memory_mask[..., None], memory, 50 * random((B, S, H), seed=7))
+    assert_allclose(
+        decoder(noisy_inputs, noisy_memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
+        out,
+    )
+
+
+def build_seq2seq(attention="global", input_feeding=True, vocab=11):
+    source = keras.Input((None,), dtype="int32")
+    target = keras.Input((None,), dtype="int32")
+    memory, h, c = keras.layers.LSTM(H, return_sequences=True, return_state=True)(
+        keras.layers.Embedding(vocab, E, mask_zero=True)(source)
+    )
+    decoder = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS[attention](), input_feeding)
+    attentional = decoder(
+        keras.layers.Embedding(vocab, E, mask_zero=True)(target), memory, initial_state=[h, c]
+    )
+    return keras.Model([source, target], keras.layers.Dense(vocab)(attentional))
+
+
+def token_batch(vocab=11, seed=0):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(1, vocab, (8, S)).astype("int32")
+    tgt = rng.integers(1, vocab, (8, T)).astype("int32")
+    src[:4, 5:] = 0
+    tgt[:3, 4:] = 0
+    return src, tgt
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_keras_masks_reach_the_decoder(input_feeding):
+    model = build_seq2seq("local-p", input_feeding)
+    src, tgt = token_batch()
+    out = model.predict([src, tgt], verbose=0)
+    # Example 0 has 5 source and 4 target tokens: without its padding it gives the same logits.
+    unpadded = model.predict([src[:1, :5], tgt[:1, :4]], verbose=0)
+    assert_allclose(out[0, :4], unpadded[0])
+    # At padded target steps h̃ = 0, so the logits are the output layer's bias alone.
+    bias = to_numpy(model.layers[-1].bias)
+    assert_allclose(out[0, 4:], np.broadcast_to(bias, out[0, 4:].shape))
+
+
+@pytest.mark.parametrize("attention", sorted(ATTENTIONS))
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_fit_lowers_the_loss(attention, input_feeding):
+    model = build_seq2seq(attention, input_feeding)
+    src, tgt = token_batch()
+    before, after = fit_lowers_loss(model, [src, tgt], tgt, steps=3, learning_rate=0.5)
+    assert np.isfinite(after) and after < before - 1e-3
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_keras_file_round_trip(input_feeding, tmp_path):
+    model = build_seq2seq("local-p", input_feeding)
+    src, tgt = token_batch(seed=1)
+    _, loaded = save_and_load(model, tmp_path)
+    assert_allclose(loaded.predict([src, tgt], verbose=0), model.predict([src, tgt], verbose=0))
+
+
+def test_keras_file_loads_on_the_other_backends(tmp_path):
+    model = build_seq2seq("global", True)
+    src, tgt = token_batch(seed=2)
+    path, _ = save_and_load(model, tmp_path)
+    expected = model.predict([src, tgt], verbose=0)
+    for backend in BACKENDS:
+        if backend != BACKEND:
+            assert_allclose(outputs_on_backend(backend, path, [src, tgt], tmp_path), expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"cell": keras.layers.Dense(4)}, "argument cell"),
+        ({"attention": keras.layers.Attention()}, "argument attention"),
+        ({"attention": GlobalAttention()}, "attentional_units=None"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    arguments = {"cell": keras.layers.LSTMCell(H), "attention": ATTENTIONS["global"](), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        LuongDecoder(**arguments)
