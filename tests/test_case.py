@@ -116,13 +116,13 @@ def outputs_on_backend(backend, model_path, inputs, tmp_path):
     return np.load(outputs_path)
 
 
-def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1):
+def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1, jit_compile=None):
     """Compiles `model` (jit-compiled on JAX and TensorFlow; torch runs eagerly, its compile
     takes minutes), fits `steps` steps on one batch and returns (loss before, loss after)."""
     model.compile(
         optimizer=keras.optimizers.SGD(learning_rate),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=BACKEND != "torch",
+        jit_compile=BACKEND != "torch" if jit_compile is None else jit_compile,
     )
     before = model.evaluate(x, y, batch_size=len(y), verbose=0)
     model.fit(x, y, batch_size=len(y), epochs=steps, verbose=0, shuffle=False)
