@@ -12,7 +12,15 @@ def test_readme_example_runs_as_written(capsys):
     namespace = {}
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)
-    assert "(2, 16) (2, 7)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "(2, 16) (2, 7)" in printed
+    assert "(2, 5, 16) (2, 5, 9)" in printed
+    # The first decoding step equals the first teacher-forced output.
+    np.testing.assert_allclose(
+        namespace["keras"].ops.convert_to_numpy(namespace["step_output"]),
+        namespace["keras"].ops.convert_to_numpy(namespace["outputs"])[:, 0],
+        atol=1e-5,
+    )
     weights = np.asarray(namespace["keras"].ops.convert_to_numpy(namespace["weights"]))
     np.testing.assert_array_equal(weights[1, 4:], 0.0)
     np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-6)
