@@ -166,7 +166,7 @@ class LuongDecoder(keras.layers.Layer):
         carry = (ops.convert_to_tensor(0, dtype="int32"), states)
         if return_attention_scores:
             carry += (ops.zeros((batch, ops.shape(memory)[1]), dtype="float32"),)
-        (_, states, *_), (_, all_states, *all_weights) = ops.scan(body, carry, xs)
+        (_, states, *_), (_, all_states, *all_weights) = _scan(body, carry, xs)
         outputs = ops.transpose(all_states[-1], (1, 0, 2))
         if inputs_mask is not None:
             outputs = outputs * ops.cast(ops.expand_dims(inputs_mask, -1), outputs.dtype)
@@ -216,7 +216,7 @@ class LuongDecoder(keras.layers.Layer):
 
         zero_hidden = ops.zeros((ops.shape(inputs)[0], self.cell.cell_output_size))
         carry = [*cell_states, ops.cast(zero_hidden, cell_states[0].dtype)]
-        final, stacked = ops.scan(body, carry, _time_major_with_mask(inputs, inputs_mask))
+        final, stacked = _scan(body, carry, _time_major_with_mask(inputs, inputs_mask))
         return ops.transpose(stacked[-1], (1, 0, 2)), final[:-1]
 
     def compute_mask(self, inputs, previous_mask):
@@ -252,3 +252,32 @@ def _time_major_with_mask(inputs, mask):
         mask = ops.ones(ops.shape(inputs)[:2], dtype=inputs.dtype)
     packed = ops.concatenate([inputs, ops.cast(ops.expand_dims(mask, -1), inputs.dtype)], -1)
     return ops.transpose(packed, (1, 0, 2))
+
+
+def _scan(body, carry, xs):
+    """`ops.scan(body, carry, xs)` for a `body` whose per-step output is its new carry.
+
+    On TensorFlow, Keras' scan is a `tf.while_loop` without `maximum_iterations`, whose
+    gradient XLA cannot compile; there the same body runs in `ops.while_loop` with
+    `maximum_iterations` set, the step outputs written into preallocated buffers. Every other
+    backend takes `ops.scan` itself."""
+    if keras.backend.backend() != "tensorflow":
+        return ops.scan(body, carry, xs)
+    steps = ops.shape(xs)[0]
+    buffers = [ops.zeros((steps, *ops.shape(c)), dtype=c.dtype) for c in keras.tree.flatten(carry)]
+
+    def loop(t, carry, buffers):
+        carry, outputs = body(carry, ops.take(xs, t, axis=0))
+        # A select rather than slice_update: TensorFlow has no gradient for the XLA
+        # dynamic-update-slice that slice_update becomes.
+        here = ops.arange(steps) == t
+        buffers = [
+            ops.where(ops.reshape(here, (-1,) + (1,) * len(y.shape)), ops.expand_dims(y, 0), b)
+            for b, y in zip(buffers, keras.tree.flatten(outputs), strict=True)
+        ]
+        return t + 1, carry, buffers
+
+    _, carry, buffers = ops.while_loop(
+        lambda t, *_: t < steps, loop, (0, carry, buffers), maximum_iterations=steps
+    )
+    return carry, keras.tree.pack_sequence_as(carry, buffers)

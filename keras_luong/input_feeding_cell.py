@@ -72,6 +72,7 @@ class InputFeedingCell(keras.layers.Layer):
         self.attention = attention
         self.units = attention.attentional_units
         self.input_feeding = input_feeding
+        self.supports_masking = True
 
     @property
     def cell_state_size(self):

@@ -160,12 +160,7 @@ def test_keras_masks_reach_the_decoder(input_feeding):
 def test_fit_lowers_the_loss(attention, input_feeding):
     model = build_seq2seq(attention, input_feeding)
     src, tgt = token_batch()
-    # Known gap: keras.ops.scan on TensorFlow is a tf.while_loop without maximum_iterations,
-    # whose gradient XLA cannot compile; the input-feeding loop runs as a plain tf.function.
-    jit_compile = False if (BACKEND == "tensorflow" and input_feeding) else None
-    before, after = fit_lowers_loss(
-        model, [src, tgt], tgt, steps=3, learning_rate=0.5, jit_compile=jit_compile
-    )
+    before, after = fit_lowers_loss(model, [src, tgt], tgt, steps=3, learning_rate=0.5)
     assert np.isfinite(after) and after < before - 1e-3
 
 
