@@ -5,6 +5,7 @@ from keras_luong.global_attention import GlobalAttention
 from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.local_attention import LocalAttention
 from keras_luong.scores import BaseLuongAttention
+from keras_luong.seq2seq import LuongSeq2Seq
 
 __version__ = "0.1.0"
 
@@ -14,4 +15,5 @@ __all__ = [
     "InputFeedingCell",
     "LocalAttention",
     "LuongDecoder",
+    "LuongSeq2Seq",
 ]

@@ -1,0 +1,274 @@
+import keras
+from keras import ops
+
+from keras_luong.decoder import LuongDecoder
+from keras_luong.global_attention import GlobalAttention
+from keras_luong.local_attention import LocalAttention
+
+ALIGNMENTS = ("global", "monotonic", "predictive")
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class LuongSeq2Seq(keras.Model):
+    """A Luong attention translation model: (bi)LSTM encoder, bridge, LuongDecoder, softmax.
+
+    ```
+    h̄_s          = encoder(embed(source))                      (a biLSTM by default)
+    h_0, c_0     = tanh(W_h [h→; h←]), tanh(W_c [c→; c←])      the bridge
+    h̃_t          = LuongDecoder(embed(target_in), h̄, (h_0, c_0))
+    p(y_t | ...) = softmax(W_s h̃_t)
+    ```
+
+    Train it with `model.fit` on `(source_ids, target_in_ids) -> target_out_ids` (0 is
+    padding on both sides); decode with `generate()`, which runs keras-hub's greedy or beam
+    sampler over `LuongDecoder.step`, the same code as training.
+
+    Args:
+        source_vocabulary_size: Source token ids are in `[0, source_vocabulary_size)`.
+        target_vocabulary_size: Target token ids are in `[0, target_vocabulary_size)`.
+        units: Size of the encoder states, the decoder's LSTM and `h̃`. Defaults to 128.
+        embedding_dim: Size of both embeddings. Defaults to 64.
+        alignment: `"global"`, `"monotonic"` (local-m) or `"predictive"` (local-p).
+        score_mode: `"dot"`, `"general"`, `"concat"` or (global only) `"location"`.
+        window: Half-width `D` of a local window. Defaults to 10.
+        max_source_length: Needed by the `"location"` score.
+        input_feeding: Feed `h̃_{t-1}` to the decoder at step `t`. Defaults to `True`.
+        bidirectional: A biLSTM encoder (else a forward LSTM). Defaults to `True`.
+        decoder_layers: Number of stacked LSTM layers in the decoder. Defaults to 1.
+        dropout: Dropout on the embeddings and `h̃` during training. Defaults to 0.
+        start_token: The id that starts every target. Defaults to 1.
+        end_token: The id that ends every target. Defaults to 2.
+        **kwargs: Base model keyword arguments.
+
+    Reference:
+        Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine
+        Translation", EMNLP 2015 (arXiv:1508.04025).
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        units=128,
+        embedding_dim=64,
+        alignment="global",
+        score_mode="general",
+        window=10,
+        max_source_length=None,
+        input_feeding=True,
+        bidirectional=True,
+        decoder_layers=1,
+        dropout=0.0,
+        start_token=1,
+        end_token=2,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if alignment not in ALIGNMENTS:
+            raise ValueError(
+                f"Invalid value for argument alignment. Expected one of {ALIGNMENTS}. "
+                f"Received: alignment={alignment!r}"
+            )
+        if bidirectional and units % 2:
+            raise ValueError(
+                "A bidirectional encoder splits units between its two directions, so units "
+                f"must be even. Received: units={units!r}"
+            )
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.units = units
+        self.embedding_dim = embedding_dim
+        self.alignment = alignment
+        self.score_mode = score_mode
+        self.window = window
+        self.max_source_length = max_source_length
+        self.input_feeding = input_feeding
+        self.bidirectional = bidirectional
+        self.decoder_layers = decoder_layers
+        self.dropout = dropout
+        self.start_token = start_token
+        self.end_token = end_token
+
+        self.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
+        )
+        encoder = keras.layers.LSTM(
+            units // 2 if bidirectional else units,
+            return_sequences=True,
+            return_state=True,
+            name="encoder",
+        )
+        self.encoder = keras.layers.Bidirectional(encoder) if bidirectional else encoder
+        self.bridge_h = keras.layers.Dense(units, activation="tanh", name="bridge_h")
+        self.bridge_c = keras.layers.Dense(units, activation="tanh", name="bridge_c")
+        self.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size, embedding_dim, mask_zero=True, name="target_embedding"
+        )
+        if alignment == "global":
+            attention = GlobalAttention(
+                score_mode=score_mode,
+                attentional_units=units,
+                max_source_length=max_source_length,
+                name="attention",
+            )
+        else:
+            attention = LocalAttention(
+                alignment=alignment,
+                window=window,
+                score_mode=score_mode,
+                attentional_units=units,
+                name="attention",
+            )
+        cells = [keras.layers.LSTMCell(units) for _ in range(decoder_layers)]
+        cell = cells[0] if decoder_layers == 1 else keras.layers.StackedRNNCells(cells)
+        self.decoder = LuongDecoder(cell, attention, input_feeding=input_feeding, name="decoder")
+        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.projection = keras.layers.Dense(target_vocabulary_size, name="logits")
+
+    def encode(self, source, training=None):
+        """`(memory, memory_mask, decoder_cell_states)` for source ids `(B, S)`."""
+        source_mask = ops.not_equal(source, 0)
+        embedded = self.dropout_layer(self.source_embedding(source), training=training)
+        memory, *states = self.encoder(embedded, mask=source_mask, training=training)
+        if self.bidirectional:
+            forward_h, forward_c, backward_h, backward_c = states
+            h = ops.concatenate([forward_h, backward_h], axis=-1)
+            c = ops.concatenate([forward_c, backward_c], axis=-1)
+        else:
+            h, c = states
+        h, c = self.bridge_h(h), self.bridge_c(c)
+        return memory, source_mask, [h, c] * self.decoder_layers
+
+    def call(self, inputs, training=None, return_attention_scores=False):
+        source, target_in = _unpack(inputs)
+        memory, memory_mask, states = self.encode(source, training=training)
+        target_mask = ops.not_equal(target_in, 0)
+        embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
+        attentional, weights = self.decoder(
+            embedded,
+            memory,
+            initial_state=states,
+            inputs_mask=target_mask,
+            memory_mask=memory_mask,
+            training=training,
+            return_attention_scores=True,
+        )
+        logits = self.projection(self.dropout_layer(attentional, training=training))
+        if return_attention_scores:
+            return logits, weights
+        return logits
+
+    def next_token_logits(self, token, states, memory, memory_mask, step, keys):
+        """One decoding step from the previous token: `(logits, h̃, new_states)`."""
+        # A one-token sequence, sliced: the padding mask of a single step means nothing here.
+        embedded = self.target_embedding(token[:, None])[:, 0]
+        attentional, states = self.decoder.step(
+            embedded, states, memory, memory_mask, step=step, keys=keys
+        )
+        return self.projection(attentional), attentional, states
+
+    def generate(self, source, max_length, sampler="greedy", num_beams=4, batch_size=256):
+        """Decodes source ids `(B, S)` into target ids `(B, max_length)` with a keras-hub
+        sampler: `"greedy"`, `"beam"` (with `num_beams`) or a `keras_hub.samplers.Sampler`.
+        Runs through `predict`, so it is jit-compiled on JAX and TensorFlow."""
+        generator = self.generator(max_length, sampler, num_beams)
+        return generator.predict(source, batch_size=batch_size, verbose=0)
+
+    def generator(self, max_length, sampler="greedy", num_beams=4):
+        """A `keras.Model` from source ids to generated target ids, for `predict` and for
+        export as a serving signature."""
+        return Seq2SeqGenerator(self, max_length, sampler=sampler, num_beams=num_beams)
+
+    def export_generator(self, filepath, max_length, sampler="greedy", num_beams=4):
+        """Exports a TensorFlow SavedModel whose `serve` signature maps int32 source ids
+        `(batch, S)` to generated target ids `(batch, max_length)`. Works from the TensorFlow
+        and JAX backends; from torch, save a `.keras` file and export it on TensorFlow."""
+        generator = self.generator(max_length, sampler, num_beams)
+        generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
+        generator.export(
+            filepath,
+            format="tf_saved_model",
+            input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
+            verbose=False,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "source_vocabulary_size": self.source_vocabulary_size,
+                "target_vocabulary_size": self.target_vocabulary_size,
+                "units": self.units,
+                "embedding_dim": self.embedding_dim,
+                "alignment": self.alignment,
+                "score_mode": self.score_mode,
+                "window": self.window,
+                "max_source_length": self.max_source_length,
+                "input_feeding": self.input_feeding,
+                "bidirectional": self.bidirectional,
+                "decoder_layers": self.decoder_layers,
+                "dropout": self.dropout,
+                "start_token": self.start_token,
+                "end_token": self.end_token,
+            }
+        )
+        return config
+
+
+class Seq2SeqGenerator(keras.Model):
+    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a keras-hub sampler
+    over `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's
+    cache, the encoder memory in the closure (repeated per beam)."""
+
+    def __init__(self, seq2seq, max_length, sampler="greedy", num_beams=4, **kwargs):
+        super().__init__(**kwargs)
+        import keras_hub
+
+        if sampler == "greedy":
+            sampler = keras_hub.samplers.GreedySampler()
+        elif sampler == "beam":
+            sampler = keras_hub.samplers.BeamSampler(num_beams=num_beams)
+        elif not isinstance(sampler, keras_hub.samplers.Sampler):
+            raise ValueError(
+                "Invalid value for argument sampler. Expected 'greedy', 'beam' or a "
+                f"keras_hub.samplers.Sampler. Received: sampler={sampler!r}"
+            )
+        self.seq2seq = seq2seq
+        self.max_length = max_length
+        self.sampler = sampler
+
+    def call(self, source):
+        model = self.seq2seq
+        batch = ops.shape(source)[0]
+        memory, memory_mask, cell_states = model.encode(source)
+        states = model.decoder.get_initial_state(batch, cell_states)
+        beams = getattr(self.sampler, "num_beams", 1)
+        if beams > 1:
+            # The sampler repeats the prompt and the cache per beam; the closure's memory too.
+            memory = ops.repeat(memory, beams, axis=0)
+            memory_mask = ops.repeat(memory_mask, beams, axis=0)
+        keys = model.decoder.attention.compute_keys(memory)
+        # Padding and the start token are never generated: fed back, they would be read as
+        # padding or as a new sentence.
+        ids = ops.arange(model.target_vocabulary_size)
+        never = ops.logical_or(ids == 0, ids == model.start_token)
+
+        def next(prompt, cache, index):
+            token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])[:, 0]
+            logits, attentional, cache = model.next_token_logits(
+                token, list(cache), memory, memory_mask, index - 1, keys
+            )
+            logits = ops.where(never, ops.cast(-1e9, logits.dtype), logits)
+            return logits, attentional, tuple(cache)
+
+        start = ops.full((batch, 1), model.start_token, dtype="int32")
+        prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+        prompt = self.sampler(next, prompt, cache=tuple(states), index=1, model=self)
+        return prompt[:, 1:]
+
+
+def _unpack(inputs):
+    if isinstance(inputs, dict):
+        return inputs["source"], inputs["target_in"]
+    source, target_in = inputs
+    return source, target_in
