@@ -1,29 +1,40 @@
-"""A short, real run of Luong attention: learn to reverse digit strings.
+"""The main job: a Luong translation model learns to read dates written in 15 locales.
 
-    python -m keras_luong.demo [--score-mode general] [--epochs 8] [--backend jax]
+    python -m keras_luong.demo [--alignment global] [--score-mode general] [--epochs 12]
 
-An LSTM encoder reads a string of digits; an LSTM decoder, fed the reversed string shifted
-right (teacher forcing), attends over the encoder states with `GlobalAttention` and predicts
-the next digit from `h̃_t = tanh(W_c [c_t; h_t])`. Reversal needs each output step to look at
-one source position, so the learned alignment is an anti-diagonal: the demo prints it.
+Trains `LuongSeq2Seq` on CLDR-formatted dates (Babel) -> ISO `YYYY-MM-DD`, character by
+character, then prints held-out exact-match accuracy (greedy decoding through keras-hub's
+sampler), alignment accuracy and AER against the gold field spans, translates a few dates
+with greedy and beam search, saves an attention heatmap, and exports a TensorFlow SavedModel
+whose `serve` signature maps source ids to translated ids.
 """
 
 import argparse
 import os
+import subprocess
 import sys
+import textwrap
 import time
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
+        "--alignment", default="global", choices=["global", "monotonic", "predictive"]
+    )
+    parser.add_argument(
         "--score-mode", default="general", choices=["dot", "general", "concat", "location"]
     )
+    parser.add_argument("--window", type=int, default=10, help="local window half-width D")
+    parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
     parser.add_argument("--epochs", type=int, default=12)
-    parser.add_argument("--examples", type=int, default=4000)
-    parser.add_argument("--length", type=int, default=8, help="longest source string")
-    parser.add_argument("--units", type=int, default=64)
+    parser.add_argument("--examples", type=int, default=20000)
+    parser.add_argument("--units", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--beam-width", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-dir", default="demo_output", help="heatmap and SavedModel")
+    parser.add_argument("--no-export", dest="export", action="store_false")
     parser.add_argument(
         "--backend",
         choices=["tensorflow", "jax", "torch"],
@@ -32,48 +43,65 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def make_reversal_data(examples, max_length, seed):
-    """Digit strings of random length, 0-padded; targets are the reversed strings.
-
-    Tokens: 0 padding, 1 start, 2..11 the digits 0..9."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(3, max_length + 1, examples)
-    source = np.zeros((examples, max_length), "int32")
-    target_in = np.zeros((examples, max_length), "int32")
-    target_out = np.zeros((examples, max_length), "int32")
-    for i, n in enumerate(lengths):
-        digits = rng.integers(2, 12, n)
-        source[i, :n] = digits
-        target_out[i, :n] = digits[::-1]
-        target_in[i, 0] = 1
-        target_in[i, 1:n] = digits[::-1][:-1]
-    return source, target_in, target_out
-
-
-def build_model(score_mode, units, max_length, vocab=12):
+def build(args, data):
     import keras
 
-    from keras_luong import GlobalAttention
+    from keras_luong import LuongSeq2Seq
 
-    source = keras.Input((None,), dtype="int32", name="source")
-    target = keras.Input((None,), dtype="int32", name="target_in")
-    memory = keras.layers.LSTM(units, return_sequences=True)(
-        keras.layers.Embedding(vocab, units, mask_zero=True)(source)
+    model = LuongSeq2Seq(
+        len(data["source_vocabulary"]),
+        len(data["target_vocabulary"]),
+        units=args.units,
+        embedding_dim=64,
+        alignment=args.alignment,
+        score_mode=args.score_mode,
+        window=args.window,
+        max_source_length=data["train"]["source"].shape[1],
+        input_feeding=args.input_feeding,
     )
-    states = keras.layers.LSTM(units, return_sequences=True)(
-        keras.layers.Embedding(vocab, units, mask_zero=True)(target)
+    steps = args.epochs * (len(data["train"]["source"]) // args.batch_size)
+    model.compile(
+        optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(3e-3, steps)),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
     )
-    attention = GlobalAttention(
-        score_mode=score_mode,
-        attentional_units=units,
-        max_source_length=max_length,
-        name="attention",
+    return model
+
+
+def evaluate(model, split, max_length):
+    """Exact match of greedy decoding; alignment accuracy and AER of teacher-forced weights."""
+    import numpy as np
+
+    from keras_luong.datasets import dates
+
+    generated = model.generate(split["source"], max_length=max_length)
+    exact = float(np.mean(np.all(generated == split["target_out"], axis=1)))
+    _, weights = model(
+        (split["source"], split["target_in"]), training=False, return_attention_scores=True
     )
-    attentional, weights = attention(states, memory, return_attention_scores=True)
-    logits = keras.layers.Dense(vocab, name="logits")(attentional)
-    return keras.Model([source, target], logits), keras.Model([source, target], weights)
+    import keras
+
+    accuracy, aer = dates.alignment_scores(keras.ops.convert_to_numpy(weights), split["gold"])
+    return exact, accuracy, aer, generated
+
+
+def export(model, args, path, max_length):
+    import keras
+
+    if keras.backend.backend() != "torch":
+        model.export_generator(path, max_length=max_length)
+        return
+    # torch cannot export: save .keras, load it on TensorFlow in a subprocess, export there.
+    keras_path = os.path.join(args.output_dir, "model.keras")
+    model.save(keras_path)
+    script = textwrap.dedent(
+        f"""
+        import keras, keras_luong
+        keras.saving.load_model({keras_path!r}).export_generator({path!r}, {max_length})
+        """
+    )
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    subprocess.run([sys.executable, "-c", script], env=env, check=True)
 
 
 def main(argv=None):
@@ -87,54 +115,79 @@ def main(argv=None):
         argv = sys.argv[1:] if argv is None else argv
         os.execve(sys.executable, [sys.executable, "-m", "keras_luong.demo", *argv], env)
 
+    from keras_luong.datasets import dates
+    from keras_luong.plotting import plot_attention
+
+    started = time.perf_counter()
     keras.utils.set_random_seed(args.seed)
     print(f"keras {keras.__version__}, backend {keras.backend.backend()}")
-    source, target_in, target_out = make_reversal_data(args.examples, args.length, args.seed)
-    split = int(0.9 * len(source))
-    model, alignment = build_model(args.score_mode, args.units, args.length)
-    model.compile(
-        optimizer=keras.optimizers.Adam(3e-3),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=["accuracy"],
+    data = dates.load_data(args.examples, seed=args.seed)
+    train, validation, test = data["train"], data["validation"], data["test"]
+    max_length = dates.TARGET_LENGTH
+    print(
+        f"dates: {len(train['source'])} train, {len(validation['source'])} validation, "
+        f"{len(test['source'])} test; {len(dates.LOCALES)} locales x {len(dates.FORMATS)} "
+        f"formats; source vocabulary {len(data['source_vocabulary'])} characters"
     )
-    start = time.perf_counter()
-    history = model.fit(
-        [source[:split], target_in[:split]],
-        target_out[:split],
-        sample_weight=(target_out[:split] > 0).astype("float32"),
-        validation_data=(
-            [source[split:], target_in[split:]],
-            target_out[split:],
-            (target_out[split:] > 0).astype("float32"),
-        ),
-        batch_size=64,
+    model = build(args, data)
+    variant = f"{args.alignment}/{args.score_mode}, input feeding {args.input_feeding}"
+    print(f"LuongSeq2Seq ({variant})")
+    model.fit(
+        (train["source"], train["target_in"]),
+        train["target_out"],
+        validation_data=((validation["source"], validation["target_in"]), validation["target_out"]),
+        batch_size=args.batch_size,
         epochs=args.epochs,
-        verbose=2,
+        verbose=1 if sys.stdout.isatty() else 2,
     )
-    seconds = time.perf_counter() - start
-    losses = history.history["loss"]
-    print(
-        f"\ntrained {args.epochs} epochs in {seconds:.1f}s: "
-        f"loss {losses[0]:.3f} -> {losses[-1]:.3f}"
-    )
-    print(f"held-out token accuracy: {history.history['val_accuracy'][-1]:.3f}")
+    trained = time.perf_counter() - started
 
-    example = slice(split, split + 1)
-    n = int((source[example] > 0).sum())
-    predicted = np.argmax(model.predict([source[example], target_in[example]], verbose=0), -1)
-    weights = alignment.predict([source[example], target_in[example]], verbose=0)[0, :n, :n]
-    digits = lambda ids: "".join(str(i - 2) for i in ids[:n])  # noqa: E731
-    print(
-        f"\nsource {digits(source[split])}  target {digits(target_out[split])}  "
-        f"teacher-forced prediction {digits(predicted[0])}"
+    exact, accuracy, aer, generated = evaluate(model, test, max_length)
+    print(f"\nheld-out test ({len(test['source'])} dates), after {trained:.0f}s:")
+    print(f"  exact match (greedy)   {exact:.2%}")
+    print(f"  alignment accuracy     {accuracy:.2%}")
+    print(f"  AER                    {aer:.3f}")
+
+    target = dates.TARGET_VOCABULARY
+    wrong = np.flatnonzero(np.any(generated != test["target_out"], axis=1))[:5]
+    if len(wrong):
+        print("  some mistakes:")
+    for i in wrong:
+        example = test["examples"][i]
+        print(
+            f"    {example['source']!r} ({example['locale']}, {example['format']}) -> "
+            f"{target.decode(generated[i])}, reference {example['target']}"
+        )
+    few = slice(0, 6)
+    beam = model.generate(
+        test["source"][few], max_length=max_length, sampler="beam", num_beams=args.beam_width
     )
-    print("attention weights (rows: output steps, columns: source positions):")
-    for row in weights:
-        print("  " + " ".join(f"{w:4.2f}" for w in row))
-    on_antidiagonal = float(np.mean(np.argmax(weights, -1) == np.arange(n)[::-1]))
-    print(f"steps whose strongest weight is on the mirrored source position: {on_antidiagonal:.0%}")
-    if losses[-1] >= losses[0]:
-        raise SystemExit("the loss did not fall")
+    print(f"\n{'source':<34} {'greedy':<12} {f'beam ({args.beam_width})':<12} reference")
+    for i, example in enumerate(test["examples"][few]):
+        print(
+            f"{example['source']:<34} {target.decode(generated[i]):<12} "
+            f"{target.decode(beam[i]):<12} {example['target']}"
+        )
+
+    os.makedirs(args.output_dir, exist_ok=True)
+    example = test["examples"][0]
+    _, weights = model((test["source"][:1], test["target_in"][:1]), return_attention_scores=True)
+    heatmap = os.path.join(args.output_dir, "attention.png")
+    plot_attention(
+        keras.ops.convert_to_numpy(weights)[0],
+        list(example["source"]),
+        list(example["target"]) + ["</s>"],
+        path=heatmap,
+        title=f"{example['locale']} {example['format']} ({variant})",
+    )
+    print(f"\nattention heatmap: {heatmap}")
+    if args.export:
+        path = os.path.join(args.output_dir, "saved_model")
+        export(model, args, path, max_length)
+        print(f"SavedModel (serve: int32 source ids -> target ids): {path}")
+    print(f"total {time.perf_counter() - started:.0f}s")
+    if not np.isfinite(exact):
+        raise SystemExit("evaluation failed")
 
 
 if __name__ == "__main__":
