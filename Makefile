@@ -12,8 +12,10 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_HOME ?= $(CURDIR)/.cache/keras
 export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The notebooks run in CI with small data and one epoch.
+export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test demo benchmarks clean
+.PHONY: install lint format test demo results clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,12 +32,12 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# The whole suite once per backend; fails if any backend fails.
+# The whole suite and the example notebooks once per backend; fails if any backend fails.
 test: lint
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
-		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider --nbmake tests examples \
 			--basetemp=$(CURDIR)/.cache/pytest-$$backend $(PYTEST_ARGS) || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
@@ -44,6 +46,10 @@ test: lint
 # The main job. Backend: $KERAS_BACKEND if set, else jax.
 demo: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m keras_luong.demo
+
+# Our version of the paper's Tables 4 and 6 (about 15 minutes; not part of CI).
+results: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/variants.py --output docs/results.md
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache

@@ -27,7 +27,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--window", type=int, default=10, help="local window half-width D")
     parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--examples", type=int, default=20000)
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=64)

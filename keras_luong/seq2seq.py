@@ -174,6 +174,19 @@ class LuongSeq2Seq(keras.Model):
         generator = self.generator(max_length, sampler, num_beams)
         return generator.predict(source, batch_size=batch_size, verbose=0)
 
+    def translate(
+        self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs
+    ):
+        """Strings in, strings out: `source_vocabulary.encode(text, length)` makes the ids,
+        `target_vocabulary.decode(ids)` reads the generated ones (e.g. the character
+        vocabularies of `keras_luong.datasets.dates`)."""
+        import numpy as np
+
+        length = max(len(text) for text in texts)
+        source = np.array([source_vocabulary.encode(t, length) for t in texts], "int32")
+        generated = self.generate(source, max_length, sampler=sampler, **kwargs)
+        return [target_vocabulary.decode(ids) for ids in generated]
+
     def generator(self, max_length, sampler="greedy", num_beams=4):
         """A `keras.Model` from source ids to generated target ids, for `predict` and for
         export as a serving signature."""

@@ -69,6 +69,19 @@ def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
     np.testing.assert_array_equal(beam, best)
 
 
+def test_translate_takes_and_gives_strings():
+    model = make_model()
+    texts = [e["source"] for e in DATA["train"]["examples"][:3]]
+    translated = model.translate(
+        texts, DATA["source_vocabulary"], DATA["target_vocabulary"], dates.TARGET_LENGTH
+    )
+    length = max(len(t) for t in texts)
+    source = np.array([DATA["source_vocabulary"].encode(t, length) for t in texts], "int32")
+    expected = model.generate(source, max_length=dates.TARGET_LENGTH)
+    assert translated == [DATA["target_vocabulary"].decode(ids) for ids in expected]
+    assert all(set(t) <= set(dates.TARGET_CHARS) for t in translated)
+
+
 def test_fit_lowers_the_loss():
     model = make_model(alignment="predictive", window=4)
     before, after = fit_lowers_loss(model, (SOURCE, TARGET_IN), TARGET_OUT, learning_rate=1.0)
