@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_luong.input_feeding_cell import InputFeedingCell
+from keras_luong.input_feeding_cell import InputFeedingCell, deserialize_nested
 
 # Cells that have a fused Keras layer (cuDNN on a GPU) for the no-input-feeding fast path.
 _FUSED_LAYERS = {keras.layers.LSTMCell: keras.layers.LSTM, keras.layers.GRUCell: keras.layers.GRU}
@@ -48,10 +48,6 @@ class LuongDecoder(keras.layers.Layer):
 
     def __init__(self, cell, attention, input_feeding=True, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(cell, dict):
-            cell = keras.saving.deserialize_keras_object(cell)
-        if isinstance(attention, dict):
-            attention = keras.saving.deserialize_keras_object(attention)
         self.input_feeding = input_feeding
         self.rnn = None
         fused = _FUSED_LAYERS.get(type(cell))
@@ -239,10 +235,7 @@ class LuongDecoder(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
-        return cls(**config)
+        return cls(**deserialize_nested(config))
 
 
 def _time_major_with_mask(inputs, mask):

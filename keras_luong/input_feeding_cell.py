@@ -43,10 +43,6 @@ class InputFeedingCell(keras.layers.Layer):
 
     def __init__(self, cell, attention, units=None, input_feeding=True, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(cell, dict):
-            cell = keras.saving.deserialize_keras_object(cell)
-        if isinstance(attention, dict):
-            attention = keras.saving.deserialize_keras_object(attention)
         if not (isinstance(cell, keras.layers.Layer) and hasattr(cell, "state_size")):
             raise ValueError(
                 "Invalid value for argument cell. Expected a Keras RNN cell (a layer with a "
@@ -163,7 +159,12 @@ class InputFeedingCell(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["cell"] = keras.saving.deserialize_keras_object(config["cell"])
-        config["attention"] = keras.saving.deserialize_keras_object(config["attention"])
-        return cls(**config)
+        return cls(**deserialize_nested(config))
+
+
+def deserialize_nested(config):
+    """The config with its serialized `cell` and `attention` turned back into layers."""
+    config = dict(config)
+    for name in ("cell", "attention"):
+        config[name] = keras.saving.deserialize_keras_object(config[name])
+    return config

@@ -167,12 +167,30 @@ class LuongSeq2Seq(keras.Model):
         )
         return self.projection(attentional), attentional, states
 
-    def generate(self, source, max_length, sampler="greedy", num_beams=4, batch_size=256):
+    def generate(
+        self,
+        source,
+        max_length,
+        sampler="greedy",
+        num_beams=4,
+        batch_size=256,
+        return_attention_scores=False,
+    ):
         """Decodes source ids `(B, S)` into target ids `(B, max_length)` with a keras-hub
         sampler: `"greedy"`, `"beam"` (with `num_beams`) or a `keras_hub.samplers.Sampler`.
-        Runs through `predict`, so it is jit-compiled on JAX and TensorFlow."""
+        Runs through `predict`, so it is jit-compiled on JAX and TensorFlow.
+
+        With `return_attention_scores=True` also returns the alignments `(B, max_length, S)`
+        of the decoded tokens, for plotting: the decoder re-run over its own output, which
+        gives the decoding steps' weights exactly (step decoding equals teacher forcing)."""
         generator = self.generator(max_length, sampler, num_beams)
-        return generator.predict(source, batch_size=batch_size, verbose=0)
+        generated = generator.predict(source, batch_size=batch_size, verbose=0)
+        if not return_attention_scores:
+            return generated
+        start = ops.full((ops.shape(generated)[0], 1), self.start_token, dtype="int32")
+        target_in = ops.concatenate([start, generated[:, :-1]], axis=1)
+        _, weights = self((source, target_in), training=False, return_attention_scores=True)
+        return generated, ops.convert_to_numpy(weights)
 
     def translate(
         self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs

@@ -4,14 +4,12 @@ import pytest
 
 from keras_luong import GlobalAttention, LocalAttention, LuongDecoder
 from tests.test_case import (
-    BACKEND,
-    BACKENDS,
     assert_allclose,
+    assert_keras_file_round_trip,
+    assert_loads_on_the_other_backends,
     fit_lowers_loss,
     length_mask,
-    outputs_on_backend,
     random,
-    save_and_load,
     to_numpy,
 )
 
@@ -166,20 +164,13 @@ def test_fit_lowers_the_loss(attention, input_feeding):
 
 @pytest.mark.parametrize("input_feeding", [True, False])
 def test_keras_file_round_trip(input_feeding, tmp_path):
-    model = build_seq2seq("local-p", input_feeding)
     src, tgt = token_batch(seed=1)
-    _, loaded = save_and_load(model, tmp_path)
-    assert_allclose(loaded.predict([src, tgt], verbose=0), model.predict([src, tgt], verbose=0))
+    assert_keras_file_round_trip(build_seq2seq("local-p", input_feeding), [src, tgt], tmp_path)
 
 
 def test_keras_file_loads_on_the_other_backends(tmp_path):
-    model = build_seq2seq("global", True)
     src, tgt = token_batch(seed=2)
-    path, _ = save_and_load(model, tmp_path)
-    expected = model.predict([src, tgt], verbose=0)
-    for backend in BACKENDS:
-        if backend != BACKEND:
-            assert_allclose(outputs_on_backend(backend, path, [src, tgt], tmp_path), expected)
+    assert_loads_on_the_other_backends(build_seq2seq("global", True), [src, tgt], tmp_path)
 
 
 @pytest.mark.parametrize(

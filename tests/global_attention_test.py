@@ -5,16 +5,14 @@ import pytest
 from keras_luong import GlobalAttention
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
-    BACKEND,
-    BACKENDS,
     assert_allclose,
+    assert_keras_file_round_trip,
+    assert_loads_on_the_other_backends,
     config_round_trip,
     fit_lowers_loss,
     gradients,
     length_mask,
-    outputs_on_backend,
     random,
-    save_and_load,
     to_numpy,
 )
 
@@ -252,20 +250,13 @@ def build_model(score_mode="general"):
 
 @pytest.mark.parametrize("score_mode", MODES)
 def test_keras_file_round_trip(score_mode, tmp_path):
-    model = build_model(score_mode)
     inputs = [random((B, T, D), seed=18), random((B, S, D), seed=19)]
-    _, loaded = save_and_load(model, tmp_path)
-    assert_allclose(loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+    assert_keras_file_round_trip(build_model(score_mode), inputs, tmp_path)
 
 
 def test_keras_file_loads_on_the_other_backends(tmp_path):
-    model = build_model("concat")
     inputs = [random((B, T, D), seed=20), random((B, S, D), seed=21)]
-    path, _ = save_and_load(model, tmp_path)
-    expected = model.predict(inputs, verbose=0)
-    for backend in BACKENDS:
-        if backend != BACKEND:
-            assert_allclose(outputs_on_backend(backend, path, inputs, tmp_path), expected)
+    assert_loads_on_the_other_backends(build_model("concat"), inputs, tmp_path)
 
 
 @pytest.mark.parametrize("policy, tolerance", [("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)])

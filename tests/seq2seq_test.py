@@ -45,6 +45,18 @@ def test_greedy_decoding_equals_argmax_of_teacher_forcing(variant):
     np.testing.assert_array_equal(generated, teacher_forced_argmax(model, SOURCE, generated))
 
 
+def test_generate_returns_the_alignments_of_its_output():
+    model = make_model(alignment="predictive", window=3)
+    generated, weights = model.generate(
+        SOURCE, max_length=dates.TARGET_LENGTH, return_attention_scores=True
+    )
+    np.testing.assert_array_equal(generated, model.generate(SOURCE, dates.TARGET_LENGTH))
+    assert weights.shape == (16, dates.TARGET_LENGTH, SOURCE.shape[1])
+    # Zero on source padding; local-p weights are a softmax times a Gaussian, so in (0, 1].
+    assert np.all(weights[SOURCE[:, None, :].repeat(dates.TARGET_LENGTH, 1) == 0] == 0)
+    assert np.all((weights.sum(-1) > 0) & (weights.sum(-1) <= 1 + 1e-5))
+
+
 def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
     model = make_model()
     greedy = model.generate(SOURCE, max_length=dates.TARGET_LENGTH)

@@ -90,6 +90,21 @@ def save_and_load(model, tmp_path, name="model.keras"):
     return path, keras.saving.load_model(path)
 
 
+def assert_keras_file_round_trip(model, inputs, tmp_path):
+    """`.keras` save and load (no `custom_objects`) gives the same outputs."""
+    _, loaded = save_and_load(model, tmp_path)
+    assert_allclose(loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+
+
+def assert_loads_on_the_other_backends(model, inputs, tmp_path):
+    """A `.keras` file saved here gives the same outputs loaded on each other backend."""
+    path, _ = save_and_load(model, tmp_path)
+    expected = model.predict(inputs, verbose=0)
+    for backend in BACKENDS:
+        if backend != BACKEND:
+            assert_allclose(outputs_on_backend(backend, path, inputs, tmp_path), expected)
+
+
 def outputs_on_backend(backend, model_path, inputs, tmp_path):
     """Loads a `.keras` file on `backend` in a fresh process and returns its outputs on `inputs`
     (a list of arrays), as a numpy array."""
