@@ -267,6 +267,9 @@ class Seq2SeqGenerator(keras.Model):
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
+        # predict() compiles the whole decoding loop with XLA on TensorFlow, as it always
+        # does on JAX; torch stays eager (its compile takes minutes).
+        self.jit_compile = keras.backend.backend() != "torch"
 
     def call(self, source):
         model = self.seq2seq

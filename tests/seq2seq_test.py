@@ -40,6 +40,8 @@ def teacher_forced_argmax(model, source, generated):
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_greedy_decoding_equals_argmax_of_teacher_forcing(variant):
     model = make_model(**VARIANTS[variant])
+    # The decoding loop is compiled (XLA on TensorFlow, jit on JAX); torch stays eager.
+    assert model.generator(dates.TARGET_LENGTH).jit_compile == (BACKEND != "torch")
     generated = model.generate(SOURCE, max_length=dates.TARGET_LENGTH)
     assert generated.shape == (16, dates.TARGET_LENGTH)
     np.testing.assert_array_equal(generated, teacher_forced_argmax(model, SOURCE, generated))
