@@ -50,6 +50,7 @@ class LuongDecoder(keras.layers.Layer):
         super().__init__(**kwargs)
         self.input_feeding = input_feeding
         self.rnn = None
+        self._cell_config = None
         fused = _FUSED_LAYERS.get(type(cell))
         if not input_feeding and fused is not None:
             config = cell.get_config()
@@ -177,9 +178,6 @@ class LuongDecoder(keras.layers.Layer):
             )
         else:
             sequence, cell_states = self._run_cell(inputs, cell_states, inputs_mask, training)
-        kwargs = {}
-        if "step" in self.cell.attention_kwargs():
-            kwargs["step"] = 0
         outputs, weights = self.attention(
             sequence,
             memory,
@@ -187,7 +185,7 @@ class LuongDecoder(keras.layers.Layer):
             value_mask=memory_mask,
             training=training,
             return_attention_scores=True,
-            **kwargs,
+            **self.cell.attention_kwargs(step=0),
         )
         # The last h̃ of each sequence: at its last unmasked step.
         if inputs_mask is None:
@@ -199,7 +197,10 @@ class LuongDecoder(keras.layers.Layer):
         return outputs, weights, [*keras.tree.flatten(cell_states), last]
 
     def _run_cell(self, inputs, cell_states, inputs_mask, training):
-        """The wrapped cell alone over the sequence, for cells with no fused layer."""
+        """The wrapped cell alone over the sequence, for cells with no fused layer.
+
+        Not `keras.layers.RNN(cell)`: on JAX it fails on the nested state lists of a
+        `StackedRNNCells` ("TrackedList is not a valid JAX type", Keras 3.15)."""
         cell = self.cell.cell
 
         def body(carry, x):
@@ -220,13 +221,9 @@ class LuongDecoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        if self.rnn is not None:
-            cell = self._cell_config
-        else:
-            cell = keras.saving.serialize_keras_object(self.cell.cell)
         config.update(
             {
-                "cell": cell,
+                "cell": self._cell_config or keras.saving.serialize_keras_object(self.cell.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
                 "input_feeding": self.input_feeding,
             }

@@ -70,6 +70,7 @@ def build(args, data):
 
 def evaluate(model, split, max_length):
     """Exact match of greedy decoding; alignment accuracy and AER of teacher-forced weights."""
+    import keras
     import numpy as np
 
     from keras_luong.datasets import dates
@@ -79,8 +80,6 @@ def evaluate(model, split, max_length):
     _, weights = model(
         (split["source"], split["target_in"]), training=False, return_attention_scores=True
     )
-    import keras
-
     accuracy, aer = dates.alignment_scores(keras.ops.convert_to_numpy(weights), split["gold"])
     return exact, accuracy, aer, generated
 
