@@ -3,12 +3,18 @@
     KERAS_BACKEND=jax python benchmarks/local_vs_global.py [--batch 8] [--dim 128]
 
 Prints, from one run on the current backend, the time of one forward+backward pass of each
-layer for S = 256 ... 16384 (T = 64, D = 10, score "general"), then two ratios:
+layer for S = 256 ... 16384 (T = 64, D = 10), then two ratios:
   flatness = local time at the largest S / local time at the smallest S   (goal: <= 1.5)
   speed-up = global time / local time at the largest S                    (goal: >= 10)
 The gradient is taken with respect to the layer's weights and the query (the decoder side);
 `--value-grad` also differentiates the encoder states, whose gradient is O(S) by nature.
-JAX and TensorFlow run compiled (jit); torch runs eagerly.
+JAX and TensorFlow run compiled (jit); torch runs eagerly. `--eager` times instead the layer
+called directly, uncompiled and forward only, as a user or a step-by-step decoder calls it.
+
+The score is "dot" by default, so that neither side projects anything: with "general" the
+global layer projects all S keys (`W_a h̄_s`, what a decoder wants, once per source) while
+local attention projects the T queries, which for T < S makes global look slower than its
+cheaper form would be. `--score general` measures that case too.
 """
 
 import argparse
@@ -68,6 +74,12 @@ def make_step(layer, query, value, value_grad):
     return grad
 
 
+def make_call(layer, query, value):
+    """The layer called eagerly, forward only; returns a callable."""
+    layer(query, value)
+    return lambda: keras.ops.convert_to_numpy(layer(query, value))
+
+
 def measure(step, repeats):
     for _ in range(2):  # compile and warm up
         step()
@@ -88,25 +100,31 @@ def main():
     parser.add_argument("--sources", type=int, nargs="+", default=[256, 1024, 4096, 16384])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--value-grad", action="store_true")
+    parser.add_argument("--eager", action="store_true", help="direct eager forward calls")
+    parser.add_argument("--score", default="dot", choices=["dot", "general", "concat"])
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
     query = rng.standard_normal((args.batch, args.steps, args.dim)).astype("float32")
+    what = "eager forward calls" if args.eager else "gradient w.r.t. weights + query"
+    what += " + value" if args.value_grad and not args.eager else ""
     print(
         f"backend {keras.backend.backend()}, B={args.batch}, T={args.steps}, d={args.dim}, "
-        f"D={args.window}, gradient w.r.t. weights + query{' + value' if args.value_grad else ''}"
+        f"D={args.window}, score {args.score!r}, {what}"
     )
     print(f"{'S':>7} {'local ms':>10} {'global ms':>10} {'global/local':>13}")
     local_times, global_times = [], []
     for source_length in args.sources:
         value = rng.standard_normal((args.batch, source_length, args.dim)).astype("float32")
         keras.utils.set_random_seed(0)
-        local = LocalAttention(alignment="predictive", window=args.window, score_mode="general")
-        global_ = GlobalAttention(score_mode="general")
-        local_times.append(measure(make_step(local, query, value, args.value_grad), args.repeats))
-        global_times.append(
-            measure(make_step(global_, query, value, args.value_grad), args.repeats)
-        )
+        local = LocalAttention(alignment="predictive", window=args.window, score_mode=args.score)
+        global_ = GlobalAttention(score_mode=args.score)
+        if args.eager:
+            steps = [make_call(layer, query, value) for layer in (local, global_)]
+        else:
+            steps = [make_step(layer, query, value, args.value_grad) for layer in (local, global_)]
+        local_times.append(measure(steps[0], args.repeats))
+        global_times.append(measure(steps[1], args.repeats))
         print(
             f"{source_length:>7} {1e3 * local_times[-1]:>10.2f} {1e3 * global_times[-1]:>10.2f} "
             f"{global_times[-1] / local_times[-1]:>13.1f}"

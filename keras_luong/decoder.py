@@ -12,18 +12,22 @@ class LuongDecoder(keras.layers.Layer):
     """A Luong attention decoder run over a whole target sequence (teacher forcing).
 
     For each target step `t` it runs an `InputFeedingCell`: the RNN cell on `[x_t; h̃_{t-1}]`,
-    attention over the encoder memory, and `h̃_t = tanh(W_c [c_t; h_t])`. With
-    `input_feeding=False` no step depends on `h̃_{t-1}`, so the decoder takes a fast path: the
-    RNN over the whole sequence at once (Keras' fused `LSTM`/`GRU` layer for an `LSTMCell` or
-    `GRUCell`, cuDNN on a GPU), then the attention for all steps in one batched call.
+    attention over the encoder memory, and `h̃_t = tanh(W_c [c_t; h_t])`. The memory is
+    prepared once per sequence (`attention.prepare`: keys, mask, lengths), never per step.
+    With `input_feeding=False` no step depends on `h̃_{t-1}`, so the decoder takes a fast
+    path: the RNN over the whole sequence at once (Keras' fused `LSTM`/`GRU` layer for an
+    `LSTMCell` or `GRUCell`, cuDNN on a GPU), then the attention for all steps in one batched
+    call.
 
     `step()` runs one decoding step with the same cell, so step-by-step decoding reproduces the
     teacher-forced output exactly.
 
     Args:
         cell: A Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, `StackedRNNCells`).
-            For the fast path an `LSTMCell`/`GRUCell` serves as the template of a fused
-            `LSTM`/`GRU` layer, whose own cell the decoder then uses.
+            On the fast path (`input_feeding=False`) an `LSTMCell`/`GRUCell` is the template
+            of a fused `LSTM`/`GRU` layer made from its config; the decoder uses that layer's
+            own cell (`decoder.cell.cell`), and if the given cell is already built its weights
+            are copied into it, so nothing the cell learned is lost.
         attention: A `GlobalAttention` or `LocalAttention` with `attentional_units` set.
         input_feeding: Feed `h̃_{t-1}` to the cell at step `t`. Defaults to `True`.
         **kwargs: Base layer keyword arguments.
@@ -38,7 +42,8 @@ class LuongDecoder(keras.layers.Layer):
         memory_mask: Optional boolean `(batch_size, S)` source mask. Taken from the memory's
             Keras mask if not given.
         training: Whether dropout is applied.
-        return_attention_scores: Also return the alignments `(batch_size, T, S)`.
+        return_attention_scores: Also return the alignments `(batch_size, T, S)` (computed
+            only when asked for).
         return_state: Also return the final states (a list, as `InputFeedingCell` keeps them).
 
     Returns:
@@ -56,10 +61,16 @@ class LuongDecoder(keras.layers.Layer):
             config = cell.get_config()
             config.pop("name", None)
             self.rnn = fused(**config, return_sequences=True, return_state=True)
-            # Kept as a config: the template itself is never built or tracked.
+            if cell.built:
+                # The fused layer's cell replaces the template: carry its weights over.
+                self.rnn.build((None, None, cell.kernel.shape[0]))
+                self.rnn.cell.set_weights(cell.get_weights())
+            # Kept as a config: the template itself is never tracked.
             self._cell_config = keras.saving.serialize_keras_object(cell)
             cell = self.rnn.cell
-        self.cell = InputFeedingCell(cell, attention, input_feeding=input_feeding)
+        self.cell = InputFeedingCell(
+            cell, attention, input_feeding=input_feeding, dtype=self.dtype_policy
+        )
         self.attention = attention
         self.units = self.cell.units
         self.supports_masking = True
@@ -72,29 +83,20 @@ class LuongDecoder(keras.layers.Layer):
     def get_initial_state(self, batch_size, cell_states=None):
         return self.cell.get_initial_state(batch_size, cell_states)
 
-    def step(
-        self,
-        inputs,
-        states,
-        memory,
-        memory_mask=None,
-        step=None,
-        keys=None,
-        training=None,
-        return_attention_scores=False,
-    ):
-        """One decoding step, the loop's own code: returns `(h̃_t, new_states)` (and the
-        weights `(batch_size, S)` if asked for).
+    def prepare(self, memory, memory_mask=None):
+        """The encoder states prepared once per source for `step()`:
+        `attention.prepare(memory, memory_mask)`."""
+        return self.attention.prepare(memory, memory_mask)
 
-        Pass `keys=self.attention.compute_keys(memory)` to project the memory once per
-        source rather than once per step."""
+    def step(self, inputs, states, memory, step=None, training=None, return_attention_scores=False):
+        """One decoding step, the loop's own code: returns `(h̃_t, new_states)` (and the
+        weights `(batch_size, S)` if asked for). `memory` is `self.prepare(...)`, computed
+        once per source."""
         return self.cell(
             inputs,
             states,
             memory,
-            memory_mask=memory_mask,
             step=step,
-            keys=keys,
             training=training,
             return_attention_scores=return_attention_scores,
         )
@@ -112,18 +114,13 @@ class LuongDecoder(keras.layers.Layer):
     ):
         batch = ops.shape(inputs)[0]
         states = self.cell.get_initial_state(batch, initial_state)
-        if memory_mask is not None:
-            memory_mask = ops.cast(memory_mask, "bool")
+        prepared = self.prepare(memory, memory_mask)
         if inputs_mask is not None:
             inputs_mask = ops.cast(inputs_mask, "bool")
-        if self.input_feeding:
-            outputs, weights, states = self._loop(
-                inputs, memory, states, inputs_mask, memory_mask, training, return_attention_scores
-            )
-        else:
-            outputs, weights, states = self._fast_path(
-                inputs, memory, states, inputs_mask, memory_mask, training
-            )
+        run = self._loop if self.input_feeding else self._fast_path
+        outputs, weights, states = run(
+            inputs, prepared, states, inputs_mask, training, return_attention_scores
+        )
         result = [outputs]
         if return_attention_scores:
             result.append(weights)
@@ -131,46 +128,27 @@ class LuongDecoder(keras.layers.Layer):
             result.append(states)
         return result[0] if len(result) == 1 else tuple(result)
 
-    def _loop(
-        self, inputs, memory, states, inputs_mask, memory_mask, training, return_attention_scores
-    ):
-        keys = self.attention.compute_keys(memory)
+    def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         batch = ops.shape(inputs)[0]
-        xs = _time_major_with_mask(inputs, inputs_mask)
 
-        def body(carry, x):
-            t, states = carry[0], carry[1]
-            x_t, keep = x[:, :-1], ops.expand_dims(x[:, -1] > 0.5, -1)
-            attentional, new_states, *weights = self.step(
+        def step(x_t, states, t):
+            attentional, new_states, *weights = self.cell(
                 x_t,
                 states,
                 memory,
-                memory_mask,
                 step=t,
-                keys=keys,
                 training=training,
                 return_attention_scores=return_attention_scores,
             )
-            # Padded target steps leave every state as it was.
-            new_states = [
-                ops.where(keep, new, old) for new, old in zip(new_states, states, strict=True)
-            ]
-            weights = (ops.where(keep, ops.cast(w, "float32"), 0.0) for w in weights)
-            carry = (t + 1, new_states, *weights)
-            # TensorFlow's scan wants each step's output shaped like the carry.
-            return carry, carry
+            return [attentional, *weights], new_states
 
-        carry = (ops.convert_to_tensor(0, dtype="int32"), states)
+        outputs_like = [ops.zeros((batch, self.units), dtype=self.compute_dtype)]
         if return_attention_scores:
-            carry += (ops.zeros((batch, ops.shape(memory)[1]), dtype="float32"),)
-        (_, states, *_), (_, all_states, *all_weights) = _scan(body, carry, xs)
-        outputs = ops.transpose(all_states[-1], (1, 0, 2))
-        if inputs_mask is not None:
-            outputs = outputs * ops.cast(ops.expand_dims(inputs_mask, -1), outputs.dtype)
-        weights = ops.transpose(all_weights[0], (1, 0, 2)) if all_weights else None
-        return outputs, weights, states
+            outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
+        (outputs, *weights), states = masked_scan(step, states, inputs, inputs_mask, outputs_like)
+        return outputs, (weights[0] if weights else None), states
 
-    def _fast_path(self, inputs, memory, states, inputs_mask, memory_mask, training):
+    def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         *cell_states, _ = states
         if self.rnn is not None:
             sequence, *cell_states = self.rnn(
@@ -178,15 +156,15 @@ class LuongDecoder(keras.layers.Layer):
             )
         else:
             sequence, cell_states = self._run_cell(inputs, cell_states, inputs_mask, training)
-        outputs, weights = self.attention(
+        attended = self.attention(
             sequence,
-            memory,
+            memory=memory,
             query_mask=inputs_mask,
-            value_mask=memory_mask,
+            step=0,
             training=training,
-            return_attention_scores=True,
-            **self.cell.attention_kwargs(step=0),
+            return_attention_scores=return_attention_scores,
         )
+        outputs, weights = attended if return_attention_scores else (attended, None)
         # The last h̃ of each sequence: at its last unmasked step.
         if inputs_mask is None:
             last = outputs[:, -1]
@@ -203,18 +181,18 @@ class LuongDecoder(keras.layers.Layer):
         `StackedRNNCells` ("TrackedList is not a valid JAX type", Keras 3.15)."""
         cell = self.cell.cell
 
-        def body(carry, x):
-            x_t, keep = x[:, :-1], ops.expand_dims(x[:, -1] > 0.5, -1)
-            states = keras.tree.pack_sequence_as(cell.state_size, carry[:-1])
-            hidden, new_states = cell(x_t, states, training=training)
-            new = [*keras.tree.flatten(new_states), hidden]
-            carry = [ops.where(keep, n, o) for n, o in zip(new, carry, strict=True)]
-            return carry, carry
+        def step(x_t, states, t):
+            hidden, new_states = cell(
+                x_t, keras.tree.pack_sequence_as(cell.state_size, states), training=training
+            )
+            return [hidden], keras.tree.flatten(new_states)
 
-        zero_hidden = ops.zeros((ops.shape(inputs)[0], self.cell.cell_output_size))
-        carry = [*cell_states, ops.cast(zero_hidden, cell_states[0].dtype)]
-        final, stacked = _scan(body, carry, _time_major_with_mask(inputs, inputs_mask))
-        return ops.transpose(stacked[-1], (1, 0, 2)), final[:-1]
+        batch = ops.shape(inputs)[0]
+        outputs_like = [ops.zeros((batch, self.cell.cell_output_size), dtype=self.compute_dtype)]
+        (sequence,), cell_states = masked_scan(
+            step, list(cell_states), inputs, inputs_mask, outputs_like
+        )
+        return sequence, cell_states
 
     def compute_mask(self, inputs, previous_mask):
         return previous_mask
@@ -235,39 +213,65 @@ class LuongDecoder(keras.layers.Layer):
         return cls(**deserialize_nested(config))
 
 
-def _time_major_with_mask(inputs, mask):
-    """`(T, B, E + 1)`: the inputs with the mask as a last column. One tensor to scan over, as
-    TensorFlow's scan cannot check several sequences of unknown length against each other."""
-    if mask is None:
-        mask = ops.ones(ops.shape(inputs)[:2], dtype=inputs.dtype)
-    packed = ops.concatenate([inputs, ops.cast(ops.expand_dims(mask, -1), inputs.dtype)], -1)
-    return ops.transpose(packed, (1, 0, 2))
+def keep_where(keep, new, old):
+    """`new` where `keep` (a `(B, 1)` boolean), else `old`, for every tensor of two equal
+    structures: padded steps leave the states as they were."""
+    return keras.tree.map_structure(lambda n, o: ops.where(keep, n, ops.cast(o, n.dtype)), new, old)
 
 
-def _scan(body, carry, xs):
-    """`ops.scan(body, carry, xs)` for a `body` whose per-step output is its new carry.
+def masked_scan(step_fn, states, inputs, mask, outputs_like):
+    """Runs `step_fn(x_t, states, t) -> (outputs, new_states)` over the time axis of `inputs`
+    `(B, T, E)`, with `t` the step index. Where `mask` `(B, T)` is False, the states stay as
+    they were and the outputs are zeros. `outputs_like` holds one `(B, ...)` zero tensor per
+    output (its shape and dtype). Returns the outputs stacked to `(B, T, ...)` (a list, only
+    those of `outputs_like`) and the final states.
 
-    On TensorFlow, Keras' scan is a `tf.while_loop` without `maximum_iterations`, whose
-    gradient XLA cannot compile; there the same body runs in `ops.while_loop` with
-    `maximum_iterations` set, the step outputs written into preallocated buffers. Every other
-    backend takes `ops.scan` itself."""
+    Every step costs the same whatever T. JAX and torch run `ops.scan`. On TensorFlow,
+    Keras' scan is a `tf.while_loop` without `maximum_iterations`, whose gradient XLA cannot
+    compile; there the same step runs in `ops.while_loop` with `maximum_iterations` set, each
+    output written into its own `(T, B, ...)` buffer by `scatter_update` (one row per step;
+    the XLA update-slice that `slice_update` becomes has no gradient in TensorFlow)."""
+    xs = ops.transpose(inputs, (1, 0, 2))
+    keeps = None if mask is None else ops.expand_dims(ops.transpose(mask), -1)
+
+    def one_step(t, states, x_t, keep):
+        outputs, new_states = step_fn(x_t, states, t)
+        if keep is not None:
+            new_states = keep_where(keep, new_states, states)
+            outputs = [ops.where(keep, o, ops.zeros_like(o)) for o in outputs]
+        return [ops.cast(o, like.dtype) for o, like in zip(outputs, outputs_like, strict=True)], (
+            new_states
+        )
+
     if keras.backend.backend() != "tensorflow":
-        return ops.scan(body, carry, xs)
+
+        def body(carry, x):
+            t, states = carry
+            x_t, keep = x if keeps is not None else (x, None)
+            outputs, states = one_step(t, states, x_t, keep)
+            return (t + 1, states), outputs
+
+        scanned = xs if keeps is None else (xs, keeps)
+        (_, states), outputs = ops.scan(body, (ops.convert_to_tensor(0, "int32"), states), scanned)
+        return [ops.transpose(o, (1, 0, *range(2, len(o.shape)))) for o in outputs], states
+
     steps = ops.shape(xs)[0]
-    buffers = [ops.zeros((steps, *ops.shape(c)), dtype=c.dtype) for c in keras.tree.flatten(carry)]
+    buffers = [ops.zeros((steps, *ops.shape(o)), dtype=o.dtype) for o in outputs_like]
 
-    def loop(t, carry, buffers):
-        carry, outputs = body(carry, ops.take(xs, t, axis=0))
-        # A select rather than slice_update: TensorFlow has no gradient for the XLA
-        # dynamic-update-slice that slice_update becomes.
-        here = ops.arange(steps) == t
+    def loop(t, states, buffers):
+        keep = None if keeps is None else ops.take(keeps, t, axis=0)
+        outputs, states = one_step(t, states, ops.take(xs, t, axis=0), keep)
+        row = ops.reshape(t, (1, 1))
         buffers = [
-            ops.where(ops.reshape(here, (-1,) + (1,) * len(y.shape)), ops.expand_dims(y, 0), b)
-            for b, y in zip(buffers, keras.tree.flatten(outputs), strict=True)
+            ops.scatter_update(b, row, ops.expand_dims(o, 0))
+            for b, o in zip(buffers, outputs, strict=True)
         ]
-        return t + 1, carry, buffers
+        return t + 1, states, buffers
 
-    _, carry, buffers = ops.while_loop(
-        lambda t, *_: t < steps, loop, (0, carry, buffers), maximum_iterations=steps
+    _, states, buffers = ops.while_loop(
+        lambda t, *_: t < steps,
+        loop,
+        (ops.convert_to_tensor(0, "int32"), states, buffers),
+        maximum_iterations=steps,
     )
-    return carry, keras.tree.pack_sequence_as(carry, buffers)
+    return [ops.transpose(b, (1, 0, *range(2, len(b.shape)))) for b in buffers], states

@@ -18,7 +18,8 @@ class GlobalAttention(BaseLuongAttention):
     with `score` one of `"dot"` (`h_t · h̄_s`), `"general"` (`h_t · W_a h̄_s`), `"concat"`
     (`v_a · tanh(W_q h_t + W_k h̄_s)`) or `"location"` (`softmax(W_a h_t)`, truncated to the
     source length). The keys `W_a h̄_s` / `W_k h̄_s` are projected once per call, whatever the
-    number of query steps.
+    number of query steps; `prepare(value, value_mask)` computes them once for a caller that
+    attends to one source step after step (a decoder) and passes the result as `memory=`.
 
     Args:
         score_mode: One of `"dot"`, `"general"`, `"concat"`, `"location"`.
@@ -42,8 +43,10 @@ class GlobalAttention(BaseLuongAttention):
             outputs at masked steps are zero. Taken from the query's Keras mask if not given.
         value_mask: Optional boolean mask `(batch_size, S)`; masked source positions get zero
             weight. Taken from the value's Keras mask if not given.
-        keys: Optional keys from `compute_keys(value)`, to skip projecting the value again
-            when the same source is attended to step after step.
+        memory: Optional `prepare(value, value_mask)`, computed once per source, in place of
+            `value` and `value_mask`.
+        step: Unused by global attention; every Luong attention takes it, so that a decoder
+            calls them all alike.
         training: Whether attention dropout is applied.
         return_attention_scores: If `True`, also return the attention weights.
 
@@ -69,25 +72,14 @@ class GlobalAttention(BaseLuongAttention):
         Translation", EMNLP 2015 (arXiv:1508.04025), section 3.1.
     """
 
-    def call(
-        self,
-        query,
-        value,
-        query_mask=None,
-        value_mask=None,
-        keys=None,
-        training=None,
-        return_attention_scores=False,
-    ):
-        query, query_mask, value_mask, one_step = self._prepare(
-            query, value, query_mask, value_mask
-        )
-        if keys is None:
-            keys = self.compute_keys(value)
-        scores = self.score(query, keys)
-        if value_mask is not None:
-            value_mask = value_mask[:, None, :]
-        weights = self.normalize(scores, value_mask)
-        context = self.combine(weights, value, training=training)
-        output = self.attentional_state(context, query)
-        return self._finish(output, weights, query_mask, one_step, return_attention_scores)
+    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+        scores = self.score(query, memory["keys"])
+        mask = memory.get("mask")
+        weights = self.normalize(scores, None if mask is None else mask[:, None, :])
+        context = self.combine(weights, memory["value"], training=training)
+        return self.attentional_state(context, query), weights, None
+
+    def prepare(self, value, value_mask=None):
+        memory = super().prepare(value, value_mask)
+        memory["keys"] = self.project_keys(value)
+        return memory

@@ -1,7 +1,6 @@
 import keras
 from keras import ops
 
-from keras_luong.local_attention import LocalAttention
 from keras_luong.scores import BaseLuongAttention
 
 
@@ -17,7 +16,8 @@ class InputFeedingCell(keras.layers.Layer):
 
     The state is the wrapped cell's state (flattened) followed by `h̃_{t-1}`, which is zero at
     `t = 0`. Keras 3's `RNN` cannot pass the memory to a cell, so `LuongDecoder` runs this cell
-    with its own loop, and `step`-by-step decoding calls it directly.
+    with its own loop, and `step`-by-step decoding calls it directly. The memory is prepared
+    once per source (`attention.prepare(value, value_mask)`) and handed to every step.
 
     Args:
         cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
@@ -30,10 +30,11 @@ class InputFeedingCell(keras.layers.Layer):
     Call arguments:
         inputs: `x_t`, `(batch_size, input_dim)`.
         states: A list: the cell's states, flattened, then `h̃_{t-1}`.
-        memory: The encoder states, `(batch_size, S, d)`.
-        memory_mask: Optional boolean `(batch_size, S)` mask of the memory.
-        step: The decoding step `t` (needed by local-m).
-        keys: Optional `attention.compute_keys(memory)`, computed once per source.
+        memory: The prepared source, `attention.prepare(value, value_mask)`, computed once
+            per source; or the encoder states `(batch_size, S, d)` themselves, unmasked, then
+            prepared at this call.
+        step: The decoding step `t`: an integer or a scalar or `(batch_size,)` tensor (used
+            by local-m; every attention takes it).
         training: Whether dropout is applied.
         return_attention_scores: If `True`, also return the weights `(batch_size, S)`.
 
@@ -87,6 +88,10 @@ class InputFeedingCell(keras.layers.Layer):
         return getattr(self.cell, "output_size", None) or self.cell_state_size[0]
 
     def build(self, inputs_shape, memory_shape):
+        """`memory_shape`: the shape of the encoder states `(batch_size, S, d)` (or of a
+        prepared memory, a dict holding it under `"value"`)."""
+        if isinstance(memory_shape, dict):
+            memory_shape = memory_shape["value"]
         input_dim = inputs_shape[-1] + (self.units if self.input_feeding else 0)
         if not self.cell.built:
             self.cell.build((inputs_shape[0], input_dim))
@@ -110,22 +115,17 @@ class InputFeedingCell(keras.layers.Layer):
         feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
         return [*cell_states, feed]
 
-    def attention_kwargs(self, step=None, keys=None):
-        if isinstance(self.attention, LocalAttention):
-            return {"step": step}
-        return {"keys": keys}
-
     def call(
         self,
         inputs,
         states,
         memory,
-        memory_mask=None,
         step=None,
-        keys=None,
         training=None,
         return_attention_scores=False,
     ):
+        if not isinstance(memory, dict):
+            memory = self.attention.prepare(memory)
         *cell_states, feed = states
         if self.input_feeding:
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
@@ -133,11 +133,10 @@ class InputFeedingCell(keras.layers.Layer):
         hidden, new_cell_states = self.cell(inputs, cell_states, training=training)
         attended = self.attention(
             hidden,
-            memory,
-            value_mask=memory_mask,
+            memory=memory,
+            step=step,
             training=training,
             return_attention_scores=return_attention_scores,
-            **self.attention_kwargs(step, keys),
         )
         attentional = attended[0] if return_attention_scores else attended
         new_states = [*keras.tree.flatten(new_cell_states), attentional]

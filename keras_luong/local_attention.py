@@ -54,6 +54,8 @@ class LocalAttention(BaseLuongAttention):
             masked steps are zero. Taken from the query's Keras mask if not given.
         value_mask: Optional boolean mask `(batch_size, S)`; masked positions get zero weight
             and set each source's length `S_i`. Taken from the value's Keras mask if not given.
+        memory: Optional `prepare(value, value_mask)`, computed once per source, in place of
+            `value` and `value_mask`.
         step: The decoding step of the (first) query: an integer, a scalar tensor or a
             `(batch_size,)` tensor. Defaults to 0 for a rank-3 query; local-m needs it for a
             rank-2 query.
@@ -157,10 +159,27 @@ class LocalAttention(BaseLuongAttention):
                 regularizer=self.kernel_regularizer,
             )
 
-    def compute_keys(self, value):
-        # Projecting the whole source would cost O(S) per call; a window is projected (or the
-        # query is, for "general") once it is gathered.
-        return value
+    def prepare(self, value, value_mask=None):
+        """The per-source memory of `BaseLuongAttention.prepare`, plus each source's length
+        `S_i` (int32 `(B,)`, from the mask; an integer so that a mixed-precision layer's
+        input casting cannot round it), which sets local-p's positions and the windows'
+        ends. The keys are not projected here: a window is projected once it is gathered
+        (or, for `"general"`, the query is), so the cost per step does not grow with S."""
+        memory = super().prepare(value, value_mask)
+        batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
+        if "mask" in memory:
+            memory["lengths"] = ops.sum(ops.cast(memory["mask"], "int32"), axis=1)
+        else:
+            memory["lengths"] = ops.full((batch,), source_length, dtype="int32")
+        return memory
+
+    def _general_score(self, query, keys):
+        # `h_t · W_a h̄_s = (h_t W_a^T) · h̄_s`: the query is projected, not the source.
+        return super()._general_score(ops.matmul(query, ops.transpose(self.key_kernel)), keys)
+
+    def _concat_score(self, query, keys):
+        # Only the gathered window is projected.
+        return super()._concat_score(query, ops.matmul(keys, self.key_kernel))
 
     def aligned_positions(self, query, lengths, step=None):
         """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`."""
@@ -172,12 +191,45 @@ class LocalAttention(BaseLuongAttention):
         logit = ops.cast(ops.matmul(hidden, self.position_vector), "float32")
         return ops.expand_dims(lengths - 1.0, -1) * ops.sigmoid(logit)
 
+    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+        value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
+        source_length = ops.shape(value)[1]
+        positions = self.aligned_positions(query, lengths, step)
+
+        # The window: (B, T, 2D + 1) source indices, and which of them are real positions.
+        offsets = ops.arange(-self.window, self.window + 1, dtype="int32")
+        window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
+        inside = ops.logical_and(window >= 0, ops.cast(window, "float32") < lengths[:, None, None])
+        index = ops.clip(window, 0, source_length - 1)
+        value_window = _gather_windows(value, index)
+        if "mask" in memory:
+            inside = ops.logical_and(inside, _gather_windows(memory["mask"], index))
+
+        weights = self.normalize(self.score(query, value_window), inside)
+        if self.alignment == "predictive":
+            distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
+            weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
+            if self.renormalize:
+                total = ops.sum(weights, axis=-1, keepdims=True)
+                weights = weights / ops.where(total > 0, total, ops.ones_like(total))
+
+        context = self.combine(weights, value_window, training=training)
+        output = self.attentional_state(context, query)
+        if not return_attention_scores:
+            return output, None, positions
+        # Scattered to (B, T, S) only on request, for plotting and comparison.
+        weights = ops.einsum(
+            "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
+        )
+        return output, weights, positions
+
     def call(
         self,
         query,
-        value,
+        value=None,
         query_mask=None,
         value_mask=None,
+        memory=None,
         step=None,
         training=None,
         return_attention_scores=False,
@@ -188,56 +240,20 @@ class LocalAttention(BaseLuongAttention):
                 "local-m (alignment='monotonic') aligns step t with source position t, so a "
                 "one-step (rank-2) query needs its step index. Received: step=None"
             )
-        query, query_mask, value_mask, one_step = self._prepare(
-            query, value, query_mask, value_mask
+        output, weights, positions = self._attend_call(
+            query,
+            value,
+            query_mask,
+            value_mask,
+            memory,
+            step,
+            training,
+            return_attention_scores,
         )
-        batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
-        if value_mask is None:
-            lengths = ops.cast(ops.full((batch,), source_length), "float32")
-        else:
-            lengths = ops.sum(ops.cast(value_mask, "float32"), axis=1)
-        positions = self.aligned_positions(query, lengths, step)
-
-        # The window: (B, T, 2D + 1) source indices, and which of them are real positions.
-        offsets = ops.arange(-self.window, self.window + 1, dtype="int32")
-        window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
-        inside = ops.logical_and(window >= 0, ops.cast(window, "float32") < lengths[:, None, None])
-        index = ops.clip(window, 0, source_length - 1)
-        flat_index = index + ops.reshape(
-            ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
-        )
-        value_window = ops.take(ops.reshape(value, (-1, value.shape[-1])), flat_index, axis=0)
-        if value_mask is not None:
-            inside = ops.logical_and(
-                inside, ops.take(ops.reshape(value_mask, (-1,)), flat_index, axis=0)
-            )
-
-        scored_query, keys = query, value_window
-        if self.score_mode == "general":
-            scored_query = ops.matmul(query, ops.transpose(self.key_kernel))
-        elif self.score_mode == "concat":
-            keys = ops.matmul(value_window, self.key_kernel)
-        weights = self.normalize(self.score(scored_query, keys), inside)
-        if self.alignment == "predictive":
-            distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
-            weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
-            if self.renormalize:
-                total = ops.sum(weights, axis=-1, keepdims=True)
-                weights = weights / ops.where(total > 0, total, ops.ones_like(total))
-
-        context = self.combine(weights, value_window, training=training)
-        output = self.attentional_state(context, query)
-        if return_attention_scores:
-            # Scattered to (B, T, S) only on request, for plotting and comparison.
-            weights = ops.einsum(
-                "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
-            )
-        outputs = self._finish(output, weights, query_mask, one_step, return_attention_scores)
-        if not return_positions:
-            return outputs
-        if one_step:
-            positions = ops.squeeze(positions, axis=1)
-        return (*outputs, positions) if return_attention_scores else (outputs, positions)
+        outputs = (output, weights) if return_attention_scores else (output,)
+        if return_positions:
+            outputs += (positions,)
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def get_config(self):
         config = super().get_config()
@@ -251,3 +267,12 @@ class LocalAttention(BaseLuongAttention):
             }
         )
         return config
+
+
+def _gather_windows(source, index):
+    """`source[b, index[b, t, w]]`: `(B, S, ...)` gathered at `(B, T, W)` positions into
+    `(B, T, W, ...)`. Only the `B * T * W` rows are read; nothing of size S is copied."""
+    batch, steps, width = ops.shape(index)[0], ops.shape(index)[1], ops.shape(index)[2]
+    flat_index = ops.reshape(index, (batch, -1) + (1,) * (len(source.shape) - 2))
+    gathered = ops.take_along_axis(source, flat_index, axis=1)
+    return ops.reshape(gathered, (batch, steps, width, *source.shape[2:]))

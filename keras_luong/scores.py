@@ -1,10 +1,10 @@
 """The Luong score functions and the attention pipeline they share.
 
 `BaseLuongAttention` owns what every Luong attention layer has in common: the score
-weights, the keys projected once per source, the masked softmax (in float32 when the compute
-dtype is lower), attention dropout, the query mask, and the optional attentional hidden state
-`h̃ = tanh(W_c [c; h])`. `GlobalAttention` and `LocalAttention` differ only in which source
-positions each query step looks at.
+weights, the per-source memory (keys projected once), the masked softmax (in float32 when the
+compute dtype is lower), attention dropout, the query mask, and the optional attentional
+hidden state `h̃ = tanh(W_c [c; h])`. `GlobalAttention` and `LocalAttention` differ only in
+which source positions each query step looks at (their `attend`).
 """
 
 import keras
@@ -19,8 +19,10 @@ _MASK_SCORE = -1e9
 class BaseLuongAttention(keras.layers.Layer):
     """Base class of the Luong attention layers: the shared score-mask-softmax pipeline.
 
-    Subclasses decide which source positions each query step attends to; this class scores a
-    query against keys, normalises the scores over the valid positions and combines values.
+    Subclasses implement `attend(query, memory, step, training)`, which decides which source
+    positions each query step attends to; this class prepares the per-source memory, scores a
+    query against keys (one small method per score mode), normalises the scores over the
+    valid positions and combines values.
 
     Args:
         score_mode: How a decoder state `h_t` is scored against an encoder state `h̄_s`.
@@ -102,65 +104,96 @@ class BaseLuongAttention(keras.layers.Layer):
                 f"Received: query.shape={tuple(query_shape)}, value.shape={tuple(value_shape)}"
             )
         self._check_source_length(value_shape[1])
-        kernel = {
-            "initializer": self.kernel_initializer,
-            "regularizer": self.kernel_regularizer,
-        }
-        if self.score_mode == "general":
-            self.key_kernel = self.add_weight(
-                name="key_kernel", shape=(value_dim, query_dim), **kernel
-            )
-        elif self.score_mode == "concat":
-            units = self.units or query_dim
-            self.query_kernel = self.add_weight(
-                name="query_kernel", shape=(query_dim, units), **kernel
-            )
-            self.key_kernel = self.add_weight(name="key_kernel", shape=(value_dim, units), **kernel)
-            self.score_kernel = self.add_weight(name="score_kernel", shape=(units,), **kernel)
-        elif self.score_mode == "location":
-            self.location_kernel = self.add_weight(
-                name="location_kernel", shape=(query_dim, self.max_source_length), **kernel
-            )
+        units = self.units or query_dim
+        # The weights of each score mode, created in this order (the order a .keras file
+        # stores them in).
+        score_weights = {
+            "dot": {},
+            "general": {"key_kernel": (value_dim, query_dim)},
+            "concat": {
+                "query_kernel": (query_dim, units),
+                "key_kernel": (value_dim, units),
+                "score_kernel": (units,),
+            },
+            "location": {"location_kernel": (query_dim, self.max_source_length)},
+        }[self.score_mode]
+        self.query_kernel = self.key_kernel = self.score_kernel = self.location_kernel = None
+        for name, shape in score_weights.items():
+            setattr(self, name, self._add_kernel(name, shape))
         self.scale = (
             self.add_weight(name="scale", shape=(), initializer="ones") if self.use_scale else None
         )
+        self.attentional_kernel = None
         if self.attentional_units:
-            self.attentional_kernel = self.add_weight(
-                name="attentional_kernel",
-                shape=(value_dim + query_dim, self.attentional_units),
-                **kernel,
+            self.attentional_kernel = self._add_kernel(
+                "attentional_kernel", (value_dim + query_dim, self.attentional_units)
             )
 
-    # -- the pieces subclasses put together -------------------------------------------------
+    def _add_kernel(self, name, shape):
+        return self.add_weight(
+            name=name,
+            shape=shape,
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+        )
 
-    def compute_keys(self, value):
-        """Projects the encoder states once per source: `W_a h̄_s` for `"general"`, `W_k h̄_s`
-        for `"concat"`; the states themselves for `"dot"` (and unused by `"location"`).
+    # -- the per-source memory ----------------------------------------------------------------
 
-        Pass the result as `keys=` to score many decoding steps against one source without
-        projecting it again.
+    def prepare(self, value, value_mask=None):
+        """Everything about one source that does not depend on the query, computed once.
+
+        Returns a dict of tensors (the "memory"): the `value` `(B, S, d_v)`, its `mask`
+        `(B, S)` if given, and whatever the layer scores against (the keys `W_a h̄_s` of
+        `"general"`, `W_k h̄_s` of `"concat"`, the windows' gather tables of local
+        attention). Pass it as `memory=` to score many decoding steps against one source
+        without recomputing any of it; it is a plain structure, so it can be closed over by
+        a loop or repeated per beam with `keras.tree.map_structure`.
         """
-        if self.score_mode in ("general", "concat"):
-            return ops.matmul(value, self.key_kernel)
-        return value
+        _check_rank("value", value.shape, (3,))
+        if not self.built:
+            raise ValueError(
+                f"{self.name} has no weights yet, so it cannot prepare a memory: call it once, "
+                "or build it with layer.build(query_shape, value_shape), first. "
+                f"Received: value.shape={tuple(value.shape)}"
+            )
+        self._check_source_length(value.shape[1])
+        memory = {"value": value}
+        mask = _check_mask("value_mask", value_mask, value.shape[:2])
+        if mask is not None:
+            memory["mask"] = mask
+        return memory
+
+    def project_keys(self, value):
+        """`W_a h̄_s` for `"general"`, `W_k h̄_s` for `"concat"`; the states themselves for
+        `"dot"` (and, unused, `"location"`)."""
+        return value if self.key_kernel is None else ops.matmul(value, self.key_kernel)
+
+    # -- the pieces subclasses put together -------------------------------------------------
 
     def score(self, query, keys):
         """Scores `query` `(B, T, d_q)` against `keys`: `(B, S, d_k)`, shared by all steps, gives
         `(B, T, S)`; `(B, T, W, d_k)`, a window per step, gives `(B, T, W)`."""
-        per_step = len(keys.shape) == 4
-        if self.score_mode == "location":
-            scores = ops.matmul(query, self.location_kernel)[..., : ops.shape(keys)[1]]
-        elif self.score_mode == "concat":
-            hidden = ops.expand_dims(ops.matmul(query, self.query_kernel), axis=2)
-            keys = keys if per_step else ops.expand_dims(keys, axis=1)
-            scores = ops.matmul(ops.tanh(hidden + keys), self.score_kernel)
-        elif per_step:
-            scores = ops.einsum("btd,btwd->btw", query, keys)
-        else:
-            scores = ops.einsum("btd,bsd->bts", query, keys)
+        scores = getattr(self, f"_{self.score_mode}_score")(query, keys)
         if self.scale is not None:
             scores = scores * ops.cast(self.scale, scores.dtype)
         return scores
+
+    def _dot_score(self, query, keys):
+        if len(keys.shape) == 4:
+            return ops.einsum("btd,btwd->btw", query, keys)
+        return ops.einsum("btd,bsd->bts", query, keys)
+
+    def _general_score(self, query, keys):
+        # The keys are `W_a h̄_s` already (projected once per source).
+        return self._dot_score(query, keys)
+
+    def _concat_score(self, query, keys):
+        hidden = ops.expand_dims(ops.matmul(query, self.query_kernel), axis=2)
+        keys = keys if len(keys.shape) == 4 else ops.expand_dims(keys, axis=1)
+        return ops.matmul(ops.tanh(hidden + keys), self.score_kernel)
+
+    def _location_score(self, query, keys):
+        return ops.matmul(query, self.location_kernel)[..., : ops.shape(keys)[1]]
 
     def normalize(self, scores, mask=None):
         """Softmax over the last axis, restricted to `mask`; computed in float32 when the
@@ -195,32 +228,62 @@ class BaseLuongAttention(keras.layers.Layer):
             ops.matmul(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
         )
 
-    # -- input handling ---------------------------------------------------------------------
+    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+        """Attends a query `(B, T, d_q)` to a prepared memory. Returns `(output, weights,
+        positions)`: the output `(B, T, d)`, the weights `(B, T, S)` (only when asked for,
+        else `None`) and the aligned positions `(B, T)` (`None` where the layer has none)."""
+        raise NotImplementedError
 
-    def _prepare(self, query, value, query_mask, value_mask):
-        """Validates the call inputs and brings a one-step query to `(B, 1, d_q)`."""
+    # -- the call -----------------------------------------------------------------------------
+
+    def call(
+        self,
+        query,
+        value=None,
+        query_mask=None,
+        value_mask=None,
+        memory=None,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        output, weights, _ = self._attend_call(
+            query, value, query_mask, value_mask, memory, step, training, return_attention_scores
+        )
+        return (output, weights) if return_attention_scores else output
+
+    def _attend_call(
+        self, query, value, query_mask, value_mask, memory, step, training, return_weights
+    ):
+        """The call of every Luong layer: memory, query standardised to `(B, T, d_q)`,
+        `attend`, the query mask applied, a one-step query's time axis removed again."""
+        if memory is None:
+            if value is None:
+                raise ValueError(
+                    "Pass the encoder states as value=, or a prepared memory as "
+                    "memory=layer.prepare(value, value_mask). Received: value=None, memory=None"
+                )
+            memory = self.prepare(value, value_mask)
         _check_rank("query", query.shape, (2, 3))
-        _check_rank("value", value.shape, (3,))
-        self._check_source_length(value.shape[1])
         one_step = len(query.shape) == 2
         if one_step:
             query = ops.expand_dims(query, axis=1)
             if query_mask is not None:
                 query_mask = ops.expand_dims(_as_bool(query_mask), axis=1)
-        value_mask = _check_mask("value_mask", value_mask, value.shape[:2])
         query_mask = _check_mask("query_mask", query_mask, query.shape[:2])
-        return query, query_mask, value_mask, one_step
-
-    def _finish(self, output, weights, query_mask, one_step, return_attention_scores):
+        output, weights, positions = self.attend(
+            query, memory, step=step, training=training, return_attention_scores=return_weights
+        )
         if query_mask is not None:
-            output = output * ops.cast(ops.expand_dims(query_mask, -1), output.dtype)
-            weights = weights * ops.cast(ops.expand_dims(query_mask, -1), weights.dtype)
+            keep = ops.expand_dims(query_mask, -1)
+            output = output * ops.cast(keep, output.dtype)
+            if weights is not None:
+                weights = weights * ops.cast(keep, weights.dtype)
         if one_step:
             output = ops.squeeze(output, axis=1)
-            weights = ops.squeeze(weights, axis=1)
-        if return_attention_scores:
-            return output, weights
-        return output
+            weights = None if weights is None else ops.squeeze(weights, axis=1)
+            positions = None if positions is None else ops.squeeze(positions, axis=1)
+        return output, weights, positions
 
     def _check_source_length(self, source_length):
         if (

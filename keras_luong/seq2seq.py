@@ -144,27 +144,27 @@ class LuongSeq2Seq(keras.Model):
         memory, memory_mask, states = self.encode(source, training=training)
         target_mask = ops.not_equal(target_in, 0)
         embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
-        attentional, weights = self.decoder(
+        decoded = self.decoder(
             embedded,
             memory,
             initial_state=states,
             inputs_mask=target_mask,
             memory_mask=memory_mask,
             training=training,
-            return_attention_scores=True,
+            return_attention_scores=return_attention_scores,
         )
+        attentional, weights = decoded if return_attention_scores else (decoded, None)
         logits = self.projection(self.dropout_layer(attentional, training=training))
         if return_attention_scores:
             return logits, weights
         return logits
 
-    def next_token_logits(self, token, states, memory, memory_mask, step, keys):
-        """One decoding step from the previous token: `(logits, h̃, new_states)`."""
+    def next_token_logits(self, token, states, memory, step):
+        """One decoding step from the previous token: `(logits, h̃, new_states)`; `memory`
+        is `self.decoder.prepare(memory, memory_mask)`, prepared once per source."""
         # A one-token sequence, sliced: the padding mask of a single step means nothing here.
         embedded = self.target_embedding(token[:, None])[:, 0]
-        attentional, states = self.decoder.step(
-            embedded, states, memory, memory_mask, step=step, keys=keys
-        )
+        attentional, states = self.decoder.step(embedded, states, memory, step=step)
         return self.projection(attentional), attentional, states
 
     def generate(
@@ -278,10 +278,11 @@ class Seq2SeqGenerator(keras.Model):
         states = model.decoder.get_initial_state(batch, cell_states)
         beams = getattr(self.sampler, "num_beams", 1)
         if beams > 1:
-            # The sampler repeats the prompt and the cache per beam; the closure's memory too.
+            # The sampler repeats the prompt and the cache per beam; the closure's memory too
+            # (before it is prepared: its flattened gather tables are laid out per example).
             memory = ops.repeat(memory, beams, axis=0)
             memory_mask = ops.repeat(memory_mask, beams, axis=0)
-        keys = model.decoder.attention.compute_keys(memory)
+        memory = model.decoder.prepare(memory, memory_mask)
         # Padding and the start token are never generated: fed back, they would be read as
         # padding or as a new sentence.
         ids = ops.arange(model.target_vocabulary_size)
@@ -290,7 +291,7 @@ class Seq2SeqGenerator(keras.Model):
         def next(prompt, cache, index):
             token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])[:, 0]
             logits, attentional, cache = model.next_token_logits(
-                token, list(cache), memory, memory_mask, index - 1, keys
+                token, list(cache), memory, index - 1
             )
             logits = ops.where(never, ops.cast(-1e9, logits.dtype), logits)
             return logits, attentional, tuple(cache)

@@ -4,9 +4,8 @@ import pytest
 
 from keras_luong import GlobalAttention, LocalAttention, LuongDecoder
 from tests.test_case import (
+    TestCase,
     assert_allclose,
-    assert_keras_file_round_trip,
-    assert_loads_on_the_other_backends,
     fit_lowers_loss,
     length_mask,
     random,
@@ -37,11 +36,11 @@ def inputs_and_masks(seed=0):
 def decode_step_by_step(decoder, inputs, memory, inputs_mask, memory_mask, initial_state=None):
     """Runs `decoder.step` one target step at a time, as a sampler would."""
     states = decoder.get_initial_state(inputs.shape[0], initial_state)
-    keys = decoder.attention.compute_keys(memory)
+    prepared = decoder.prepare(memory, memory_mask)
     outputs, alignments = [], []
     for t in range(inputs.shape[1]):
         out, new_states, weights = decoder.step(
-            inputs[:, t], states, memory, memory_mask, step=t, keys=keys,
+            inputs[:, t], states, prepared, step=t,
             return_attention_scores=True,
         )  # fmt: skip
         keep = inputs_mask[:, t : t + 1]
@@ -105,6 +104,27 @@ def test_fast_path_uses_the_fused_layer_and_the_cell_once():
     assert len(decoder.trainable_weights) == 5
 
 
+@pytest.mark.parametrize("cell_class", [keras.layers.LSTMCell, keras.layers.GRUCell])
+def test_fast_path_carries_a_built_cells_weights_over(cell_class):
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=8)
+    trained = cell_class(H)
+    trained.build((B, E))
+    for w in trained.weights:
+        w.assign(random(w.shape, seed=len(w.path)))
+    decoder = LuongDecoder(trained, ATTENTIONS["global"](), input_feeding=False)
+    for new, old in zip(decoder.cell.cell.weights, trained.weights, strict=True):
+        assert_allclose(new, old)
+    # The decoder computes with those weights: its RNN states equal the template cell's own.
+    _, states = decoder(inputs, memory, inputs_mask=inputs_mask, return_state=True)
+    state = [np.zeros((B, H), "float32")] * (2 if cell_class is keras.layers.LSTMCell else 1)
+    for t in range(T):
+        _, new = trained(inputs[:, t], state)
+        keep = inputs_mask[:, t : t + 1]
+        state = [np.where(keep, to_numpy(n), s) for n, s in zip(new, state, strict=True)]
+    for actual, expected in zip(states[:-1], state, strict=True):
+        assert_allclose(actual, expected)
+
+
 @pytest.mark.parametrize("input_feeding", [True, False])
 def test_padding_cannot_change_valid_outputs(input_feeding):
     inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=5)
@@ -162,15 +182,44 @@ def test_fit_lowers_the_loss(attention, input_feeding):
     assert np.isfinite(after) and after < before - 1e-3
 
 
-@pytest.mark.parametrize("input_feeding", [True, False])
-def test_keras_file_round_trip(input_feeding, tmp_path):
-    src, tgt = token_batch(seed=1)
-    assert_keras_file_round_trip(build_seq2seq("local-p", input_feeding), [src, tgt], tmp_path)
+class TestLuongDecoderLayer(TestCase):
+    @pytest.mark.parametrize("attention", sorted(ATTENTIONS))
+    @pytest.mark.parametrize("input_feeding", [True, False])
+    def test_layer(self, attention, input_feeding):
+        # The LSTM's 3 weights, then global and local-m (general): W_a, W_c; local-p (concat):
+        # W_q, W_k, v_a, W_c, W_p, v_p.
+        expected = 3 + {"global": 2, "local-m": 2, "local-p": 6}[attention]
+        self.run_layer_test(
+            lambda: LuongDecoder(
+                keras.layers.LSTMCell(H), ATTENTIONS[attention](), input_feeding=input_feeding
+            ),
+            inputs_and_masks(seed=9)[:2],
+            expected_output_shape=(B, T, U),
+            expected_num_trainable_weights=expected,
+        )
 
+    @pytest.mark.parametrize("input_feeding", [True, False])
+    def test_precision(self, input_feeding):
+        def make(dtype):
+            attention = LocalAttention(window=2, attentional_units=U, dtype=dtype)
+            cell = keras.layers.LSTMCell(H, dtype=dtype)
+            return LuongDecoder(cell, attention, input_feeding=input_feeding, dtype=dtype)
 
-def test_keras_file_loads_on_the_other_backends(tmp_path):
-    src, tgt = token_batch(seed=2)
-    assert_loads_on_the_other_backends(build_seq2seq("global", True), [src, tgt], tmp_path)
+        inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=10)
+        self.run_precision_test(
+            make, [inputs, memory], {"inputs_mask": inputs_mask, "memory_mask": memory_mask}
+        )
+
+    @pytest.mark.parametrize("input_feeding", [True, False])
+    def test_keras_file_round_trip(self, input_feeding, tmp_path):
+        src, tgt = token_batch(seed=1)
+        self.run_saving_test(build_seq2seq("local-p", input_feeding), [src, tgt], tmp_path)
+
+    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+        src, tgt = token_batch(seed=2)
+        self.run_saving_test(
+            build_seq2seq("global", True), [src, tgt], tmp_path, cross_backend=True
+        )
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,8 @@ import pytest
 from keras_luong import GlobalAttention
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
+    TestCase,
     assert_allclose,
-    assert_keras_file_round_trip,
-    assert_loads_on_the_other_backends,
-    config_round_trip,
     fit_lowers_loss,
     gradients,
     length_mask,
@@ -126,14 +124,17 @@ def test_keys_are_projected_once_per_call(monkeypatch):
     query, value = random((B, 20, D), seed=12), random((B, S, D), seed=13)
     layer(query, value)
     calls = []
-    original = layer.compute_keys
-    monkeypatch.setattr(layer, "compute_keys", lambda v: calls.append(1) or original(v))
+    original = layer.project_keys
+    monkeypatch.setattr(layer, "project_keys", lambda v: calls.append(1) or original(v))
     out = layer(query, value)
     assert len(calls) == 1
-    # Keys projected ahead of time give the same result, one step at a time.
-    keys = original(value)
+    # A memory prepared ahead of time gives the same result, one step at a time, and
+    # projects nothing again.
+    memory = layer.prepare(value)
+    assert len(calls) == 2
     for t in (0, 7, 19):
-        assert_allclose(layer(query[:, t], value, keys=keys), to_numpy(out)[:, t])
+        assert_allclose(layer(query[:, t], memory=memory), to_numpy(out)[:, t])
+    assert len(calls) == 2
 
 
 def test_dropout_only_in_training():
@@ -220,27 +221,6 @@ def test_keras_masks_propagate_from_embeddings():
     assert_allclose(pooled[1], expected[1].mean(0))
 
 
-@pytest.mark.parametrize("score_mode", MODES)
-def test_config_round_trip(score_mode):
-    layer = make_layer(
-        score_mode,
-        use_scale=True,
-        units=5,
-        attentional_units=4,
-        dropout=0.1,
-        seed=2,
-        kernel_regularizer="l2",
-        name="attn",
-    )
-    query, value = random((B, T, D), seed=16), random((B, S, D), seed=17)
-    out = layer(query, value)
-    clone = config_round_trip(layer)
-    assert clone.get_config() == layer.get_config()
-    clone(query, value)
-    clone.set_weights(layer.get_weights())
-    assert_allclose(clone(query, value), out)
-
-
 def build_model(score_mode="general"):
     query = keras.Input((T, D))
     value = keras.Input((S, D))
@@ -248,15 +228,43 @@ def build_model(score_mode="general"):
     return keras.Model([query, value], out)
 
 
-@pytest.mark.parametrize("score_mode", MODES)
-def test_keras_file_round_trip(score_mode, tmp_path):
-    inputs = [random((B, T, D), seed=18), random((B, S, D), seed=19)]
-    assert_keras_file_round_trip(build_model(score_mode), inputs, tmp_path)
+# Trainable weights per score mode, with use_scale and attentional_units: the score's kernels,
+# the scale and W_c.
+NUM_WEIGHTS = {"dot": 2, "general": 3, "concat": 5, "location": 3}
 
 
-def test_keras_file_loads_on_the_other_backends(tmp_path):
-    inputs = [random((B, T, D), seed=20), random((B, S, D), seed=21)]
-    assert_loads_on_the_other_backends(build_model("concat"), inputs, tmp_path)
+class TestGlobalAttentionLayer(TestCase):
+    @pytest.mark.parametrize("score_mode", MODES)
+    def test_layer(self, score_mode):
+        self.run_layer_test(
+            lambda: make_layer(score_mode, use_scale=True, attentional_units=5),
+            [random((B, T, D), seed=14), random((B, S, D), seed=15)],
+            expected_output_shape=(B, T, 5),
+            expected_num_trainable_weights=NUM_WEIGHTS[score_mode],
+        )
+
+    @pytest.mark.parametrize("score_mode", MODES)
+    def test_config_round_trip(self, score_mode):
+        layer = make_layer(
+            score_mode,
+            use_scale=True,
+            units=5,
+            attentional_units=4,
+            dropout=0.1,
+            seed=2,
+            kernel_regularizer="l2",
+            name="attn",
+        )
+        self.run_serialization_test(layer, [random((B, T, D), seed=16), random((B, S, D), seed=17)])
+
+    @pytest.mark.parametrize("score_mode", MODES)
+    def test_keras_file_round_trip(self, score_mode, tmp_path):
+        inputs = [random((B, T, D), seed=18), random((B, S, D), seed=19)]
+        self.run_saving_test(build_model(score_mode), inputs, tmp_path)
+
+    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+        inputs = [random((B, T, D), seed=20), random((B, S, D), seed=21)]
+        self.run_saving_test(build_model("concat"), inputs, tmp_path, cross_backend=True)
 
 
 @pytest.mark.parametrize("policy, tolerance", [("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)])

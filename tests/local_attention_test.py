@@ -5,10 +5,8 @@ import pytest
 from keras_luong import GlobalAttention, LocalAttention
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
+    TestCase,
     assert_allclose,
-    assert_keras_file_round_trip,
-    assert_loads_on_the_other_backends,
-    config_round_trip,
     fit_lowers_loss,
     gradients,
     length_mask,
@@ -273,36 +271,49 @@ def test_mask_of_wrong_shape():
         LocalAttention()(random((B, T, D)), random((B, S, D)), value_mask=np.ones((B, 4), bool))
 
 
-@pytest.mark.parametrize("alignment", ALIGNMENTS)
-def test_config_round_trip(alignment):
-    layer = LocalAttention(
-        alignment=alignment, window=3, sigma=2.5, renormalize=True, position_units=5,
-        score_mode="concat", units=4, use_scale=True, attentional_units=6, dropout=0.1, seed=3,
-    )  # fmt: skip
-    query, value = random((B, T, D), seed=23), random((B, S, D), seed=24)
-    out = layer(query, value)
-    clone = config_round_trip(layer)
-    assert clone.get_config() == layer.get_config()
-    clone(query, value)
-    clone.set_weights(layer.get_weights())
-    assert_allclose(clone(query, value), out)
-
-
 def build_model(alignment="predictive"):
     query, value = keras.Input((T, D)), keras.Input((S, D))
     layer = LocalAttention(alignment=alignment, window=2, score_mode="general", use_scale=True)
     return keras.Model([query, value], layer(query, value))
 
 
-@pytest.mark.parametrize("alignment", ALIGNMENTS)
-def test_keras_file_round_trip(alignment, tmp_path):
-    inputs = [random((B, T, D), seed=25), random((B, S, D), seed=26)]
-    assert_keras_file_round_trip(build_model(alignment), inputs, tmp_path)
+class TestLocalAttentionLayer(TestCase):
+    @pytest.mark.parametrize("alignment", ALIGNMENTS)
+    @pytest.mark.parametrize("score_mode", SCORES)
+    def test_layer(self, alignment, score_mode):
+        # The score's kernels (0, 1 or 3), the scale, W_c, and local-p's W_p and v_p.
+        expected = {"dot": 0, "general": 1, "concat": 3}[score_mode] + 2
+        expected += 2 if alignment == "predictive" else 0
+        self.run_layer_test(
+            lambda: LocalAttention(
+                alignment=alignment,
+                window=2,
+                score_mode=score_mode,
+                use_scale=True,
+                attentional_units=5,
+            ),
+            [random((B, T, D), seed=21), random((B, S, D), seed=22)],
+            expected_output_shape=(B, T, 5),
+            expected_num_trainable_weights=expected,
+        )
 
+    @pytest.mark.parametrize("alignment", ALIGNMENTS)
+    def test_config_round_trip(self, alignment):
+        layer = LocalAttention(
+            alignment=alignment, window=3, sigma=2.5, renormalize=True, position_units=5,
+            score_mode="concat", units=4, use_scale=True, attentional_units=6, dropout=0.1,
+            seed=3,
+        )  # fmt: skip
+        self.run_serialization_test(layer, [random((B, T, D), seed=23), random((B, S, D), seed=24)])
 
-def test_keras_file_loads_on_the_other_backends(tmp_path):
-    inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
-    assert_loads_on_the_other_backends(build_model("predictive"), inputs, tmp_path)
+    @pytest.mark.parametrize("alignment", ALIGNMENTS)
+    def test_keras_file_round_trip(self, alignment, tmp_path):
+        inputs = [random((B, T, D), seed=25), random((B, S, D), seed=26)]
+        self.run_saving_test(build_model(alignment), inputs, tmp_path)
+
+    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+        inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
+        self.run_saving_test(build_model("predictive"), inputs, tmp_path, cross_backend=True)
 
 
 @pytest.mark.parametrize("policy, tolerance", [("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)])

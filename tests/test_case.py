@@ -1,4 +1,11 @@
-"""Test helpers for keras_luong, on public Keras APIs only (never `keras.src`)."""
+"""Test helpers for keras_luong, on public Keras APIs only (never `keras.src`).
+
+`TestCase` bundles the checks every layer gets (in keras-hub's manner): `run_layer_test`
+(symbolic and eager call agree, weight counts, one fit step moves the weights and lowers the
+loss), `run_precision_test` (every sublayer computes in the policy's dtype),
+`run_serialization_test` (JSON config round trip) and `run_saving_test` (`.keras` round trip,
+and the file loaded on the other backends). The functions below it are the pieces.
+"""
 
 import json
 import os
@@ -143,3 +150,108 @@ def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1, jit_compile=None):
     model.fit(x, y, batch_size=len(y), epochs=steps, verbose=0, shuffle=False)
     after = model.evaluate(x, y, batch_size=len(y), verbose=0)
     return before, after
+
+
+class TestCase:
+    """Checks shared by the layer tests. Subclass it (`class TestX(TestCase)`) and call the
+    `run_*` methods from test methods."""
+
+    def run_layer_test(
+        self,
+        layer_fn,
+        inputs,
+        call_kwargs=None,
+        expected_output_shape=None,
+        expected_num_trainable_weights=None,
+        run_training_check=True,
+    ):
+        """`layer_fn()` makes a fresh layer; `inputs` is the list of positional call
+        arguments (numpy arrays). Checks that a functional model over `keras.Input`s gives
+        the eager call's values (same weights), the output shape and the number of trainable
+        weights, and that one jit-compiled fit step (eager on torch) changes every trainable
+        weight and lowers a squared-output loss."""
+        call_kwargs = call_kwargs or {}
+        inputs = [np.asarray(x) for x in inputs]
+        layer = layer_fn()
+        eager = to_numpy(layer(*inputs, **call_kwargs))
+        if expected_output_shape is not None:
+            assert eager.shape == tuple(expected_output_shape)
+        if expected_num_trainable_weights is not None:
+            assert len(layer.trainable_weights) == expected_num_trainable_weights
+        symbolic_inputs = [keras.Input(x.shape[1:], dtype=str(x.dtype)) for x in inputs]
+        model = keras.Model(symbolic_inputs, layer(*symbolic_inputs, **call_kwargs))
+        assert_allclose(model.predict(inputs, verbose=0), eager)
+        if not run_training_check:
+            return
+        before = [to_numpy(w).copy() for w in layer.trainable_weights]
+        target = np.zeros_like(eager)
+        model.compile(
+            optimizer=keras.optimizers.SGD(0.1),
+            loss="mse",
+            jit_compile=BACKEND != "torch",
+        )
+        loss_before = model.evaluate(inputs, target, verbose=0)
+        model.fit(inputs, target, batch_size=len(target), epochs=1, verbose=0, shuffle=False)
+        loss_after = model.evaluate(inputs, target, verbose=0)
+        assert np.isfinite(loss_after) and loss_after < loss_before
+        for old, new in zip(before, layer.trainable_weights, strict=True):
+            assert not np.allclose(old, to_numpy(new)), f"{new.path} did not change"
+
+    def run_precision_test(self, layer_fn, inputs, call_kwargs=None, atol=None):
+        """Under `mixed_float16` and `mixed_bfloat16`: the layer and every sublayer compute in
+        the half dtype and keep float32 variables, the output is in the half dtype, finite,
+        and close to the float32 layer's with the same weights."""
+        call_kwargs = call_kwargs or {}
+        reference = layer_fn(None)
+        expected = to_numpy(reference(*inputs, **call_kwargs))
+        for policy, tolerance in (("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)):
+            half = policy.split("_")[1]
+            layer = layer_fn(policy)
+            layer(*inputs, **call_kwargs)
+            layer.set_weights(reference.get_weights())
+            out = layer(*inputs, **call_kwargs)
+            for sublayer in [layer, *_sublayers(layer)]:
+                assert sublayer.compute_dtype == half, f"{sublayer.name}: {sublayer.compute_dtype}"
+            for variable in layer.weights:
+                assert keras.backend.standardize_dtype(variable.dtype) == "float32"
+            assert keras.backend.standardize_dtype(out.dtype) == half
+            out = to_numpy(out).astype("float32")
+            assert np.all(np.isfinite(out))
+            np.testing.assert_allclose(out, expected, atol=atol or tolerance)
+
+    def run_serialization_test(self, layer, inputs, call_kwargs=None):
+        """A built layer rebuilt from its JSON config has the same config and, given the same
+        weights, the same outputs."""
+        call_kwargs = call_kwargs or {}
+        expected = layer(*inputs, **call_kwargs)
+        clone = config_round_trip(layer)
+        assert json.dumps(clone.get_config(), sort_keys=True) == json.dumps(
+            layer.get_config(), sort_keys=True
+        )
+        clone(*inputs, **call_kwargs)
+        clone.set_weights(layer.get_weights())
+        actual = clone(*inputs, **call_kwargs)
+        for a, e in zip(keras.tree.flatten(actual), keras.tree.flatten(expected), strict=True):
+            assert_allclose(a, e)
+
+    def run_saving_test(self, model, inputs, tmp_path, cross_backend=False):
+        """`.keras` save and load (no `custom_objects`) gives the same outputs; with
+        `cross_backend=True` the file loaded on each other backend too."""
+        if cross_backend:
+            assert_loads_on_the_other_backends(model, inputs, tmp_path)
+        else:
+            assert_keras_file_round_trip(model, inputs, tmp_path)
+
+
+def _sublayers(layer):
+    """Every layer nested in `layer` (public API: walks the `Layer` attributes)."""
+    found, stack = [], [layer]
+    while stack:
+        current = stack.pop()
+        for value in vars(current).values():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, keras.layers.Layer) and item not in found and item is not layer:
+                    found.append(item)
+                    stack.append(item)
+    return found
