@@ -9,7 +9,8 @@ layer for S = 256 ... 16384 (T = 64, D = 10), then two ratios:
 The gradient is taken with respect to the layer's weights and the query (the decoder side);
 `--value-grad` also differentiates the encoder states, whose gradient is O(S) by nature.
 JAX and TensorFlow run compiled (jit); torch runs eagerly. `--eager` times instead the layer
-called directly, uncompiled and forward only, as a user or a step-by-step decoder calls it.
+called directly, uncompiled and forward only, on a memory prepared once per source
+(`layer.prepare(value)`), as a step-by-step decoder calls it.
 
 The score is "dot" by default, so that neither side projects anything: with "general" the
 global layer projects all S keys (`W_a h̄_s`, what a decoder wants, once per source) while
@@ -75,9 +76,11 @@ def make_step(layer, query, value, value_grad):
 
 
 def make_call(layer, query, value):
-    """The layer called eagerly, forward only; returns a callable."""
+    """The layer called eagerly, forward only, on a memory prepared once (as a decoder calls
+    it step after step); returns a callable."""
     layer(query, value)
-    return lambda: keras.ops.convert_to_numpy(layer(query, value))
+    memory = layer.prepare(value)
+    return lambda: keras.ops.convert_to_numpy(layer(query, memory=memory))
 
 
 def measure(step, repeats):

@@ -160,17 +160,22 @@ class LocalAttention(BaseLuongAttention):
             )
 
     def prepare(self, value, value_mask=None):
-        """The per-source memory of `BaseLuongAttention.prepare`, plus each source's length
-        `S_i` (int32 `(B,)`, from the mask; an integer so that a mixed-precision layer's
-        input casting cannot round it), which sets local-p's positions and the windows'
-        ends. The keys are not projected here: a window is projected once it is gathered
-        (or, for `"general"`, the query is), so the cost per step does not grow with S."""
+        """The per-source memory of `BaseLuongAttention.prepare`, plus what the window gather
+        needs: each source's length `S_i` (int32 `(B,)`, from the mask; an integer so that a
+        mixed-precision layer's input casting cannot round it), the value flattened to
+        `(B * S, d_v)` and the mask to `(B * S,)`. A flat `take` is the cheapest gather on
+        every backend once the flattening is paid, and it is paid once per source here
+        (eager JAX copies the value to reshape it). The keys are not projected: a window is
+        projected once it is gathered (or, for `"general"`, the query is), so the cost per
+        step does not grow with S."""
         memory = super().prepare(value, value_mask)
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         if "mask" in memory:
             memory["lengths"] = ops.sum(ops.cast(memory["mask"], "int32"), axis=1)
+            memory["flat_mask"] = ops.reshape(memory["mask"], (-1,))
         else:
             memory["lengths"] = ops.full((batch,), source_length, dtype="int32")
+        memory["flat_value"] = ops.reshape(value, (-1, value.shape[-1]))
         return memory
 
     def _general_score(self, query, keys):
@@ -193,7 +198,7 @@ class LocalAttention(BaseLuongAttention):
 
     def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
-        source_length = ops.shape(value)[1]
+        batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         positions = self.aligned_positions(query, lengths, step)
 
         # The window: (B, T, 2D + 1) source indices, and which of them are real positions.
@@ -201,9 +206,12 @@ class LocalAttention(BaseLuongAttention):
         window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
         inside = ops.logical_and(window >= 0, ops.cast(window, "float32") < lengths[:, None, None])
         index = ops.clip(window, 0, source_length - 1)
-        value_window = _gather_windows(value, index)
-        if "mask" in memory:
-            inside = ops.logical_and(inside, _gather_windows(memory["mask"], index))
+        flat_index = index + ops.reshape(
+            ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
+        )
+        value_window = ops.take(memory["flat_value"], flat_index, axis=0)
+        if "flat_mask" in memory:
+            inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
 
         weights = self.normalize(self.score(query, value_window), inside)
         if self.alignment == "predictive":
@@ -267,12 +275,3 @@ class LocalAttention(BaseLuongAttention):
             }
         )
         return config
-
-
-def _gather_windows(source, index):
-    """`source[b, index[b, t, w]]`: `(B, S, ...)` gathered at `(B, T, W)` positions into
-    `(B, T, W, ...)`. Only the `B * T * W` rows are read; nothing of size S is copied."""
-    batch, steps, width = ops.shape(index)[0], ops.shape(index)[1], ops.shape(index)[2]
-    flat_index = ops.reshape(index, (batch, -1) + (1,) * (len(source.shape) - 2))
-    gathered = ops.take_along_axis(source, flat_index, axis=1)
-    return ops.reshape(gathered, (batch, steps, width, *source.shape[2:]))
