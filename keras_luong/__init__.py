@@ -11,9 +11,20 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BaseLuongAttention",
+    "BeamSearchSampler",
     "GlobalAttention",
     "InputFeedingCell",
     "LocalAttention",
     "LuongDecoder",
     "LuongSeq2Seq",
 ]
+
+
+def __getattr__(name):
+    # The sampler subclasses keras-hub's, an optional dependency: imported on first use, so
+    # that the layers import without it (keras_luong.samplers names the extra to install).
+    if name == "BeamSearchSampler":
+        from keras_luong.samplers import BeamSearchSampler
+
+        return BeamSearchSampler
+    raise AttributeError(f"module 'keras_luong' has no attribute {name!r}")

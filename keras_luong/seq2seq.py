@@ -88,27 +88,42 @@ class LuongSeq2Seq(keras.Model):
         self.dropout = dropout
         self.start_token = start_token
         self.end_token = end_token
+        # One generator per decoding setting (see `generator`).
+        self._generators = _Generators()
+        dtype = self.dtype_policy
 
         self.source_embedding = keras.layers.Embedding(
-            source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
+            source_vocabulary_size,
+            embedding_dim,
+            mask_zero=True,
+            dtype=dtype,
+            name="source_embedding",
         )
         encoder = keras.layers.LSTM(
             units // 2 if bidirectional else units,
             return_sequences=True,
             return_state=True,
+            dtype=dtype,
             name="encoder",
         )
-        self.encoder = keras.layers.Bidirectional(encoder) if bidirectional else encoder
-        self.bridge_h = keras.layers.Dense(units, activation="tanh", name="bridge_h")
-        self.bridge_c = keras.layers.Dense(units, activation="tanh", name="bridge_c")
+        if bidirectional:
+            encoder = keras.layers.Bidirectional(encoder, dtype=dtype, name="bidirectional")
+        self.encoder = encoder
+        self.bridge_h = keras.layers.Dense(units, "tanh", dtype=dtype, name="bridge_h")
+        self.bridge_c = keras.layers.Dense(units, "tanh", dtype=dtype, name="bridge_c")
         self.target_embedding = keras.layers.Embedding(
-            target_vocabulary_size, embedding_dim, mask_zero=True, name="target_embedding"
+            target_vocabulary_size,
+            embedding_dim,
+            mask_zero=True,
+            dtype=dtype,
+            name="target_embedding",
         )
         if alignment == "global":
             attention = GlobalAttention(
                 score_mode=score_mode,
                 attentional_units=units,
                 max_source_length=max_source_length,
+                dtype=dtype,
                 name="attention",
             )
         else:
@@ -117,13 +132,19 @@ class LuongSeq2Seq(keras.Model):
                 window=window,
                 score_mode=score_mode,
                 attentional_units=units,
+                dtype=dtype,
                 name="attention",
             )
-        cells = [keras.layers.LSTMCell(units) for _ in range(decoder_layers)]
-        cell = cells[0] if decoder_layers == 1 else keras.layers.StackedRNNCells(cells)
-        self.decoder = LuongDecoder(cell, attention, input_feeding=input_feeding, name="decoder")
-        self.dropout_layer = keras.layers.Dropout(dropout)
-        self.projection = keras.layers.Dense(target_vocabulary_size, name="logits")
+        cells = [keras.layers.LSTMCell(units, dtype=dtype) for _ in range(decoder_layers)]
+        if decoder_layers > 1:
+            cell = keras.layers.StackedRNNCells(cells, dtype=dtype)
+        else:
+            cell = cells[0]
+        self.decoder = LuongDecoder(
+            cell, attention, input_feeding=input_feeding, dtype=dtype, name="decoder"
+        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
+        self.projection = keras.layers.Dense(target_vocabulary_size, dtype=dtype, name="logits")
 
     def encode(self, source, training=None):
         """`(memory, memory_mask, decoder_cell_states)` for source ids `(B, S)`."""
@@ -173,48 +194,123 @@ class LuongSeq2Seq(keras.Model):
         max_length,
         sampler="greedy",
         num_beams=4,
+        length_penalty=0.0,
+        min_length=0,
+        return_all_beams=False,
+        stop_token_ids="auto",
         batch_size=256,
         return_attention_scores=False,
     ):
-        """Decodes source ids `(B, S)` into target ids `(B, max_length)` with a keras-hub
-        sampler: `"greedy"`, `"beam"` (with `num_beams`) or a `keras_hub.samplers.Sampler`.
-        Runs through `predict`, so it is jit-compiled on JAX and TensorFlow.
+        """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
 
-        With `return_attention_scores=True` also returns the alignments `(B, max_length, S)`
-        of the decoded tokens, for plotting: the decoder re-run over its own output, which
-        gives the decoding steps' weights exactly (step decoding equals teacher forcing)."""
-        generator = self.generator(max_length, sampler, num_beams)
+        Decoding stops at the end token: every position after it is padding (0). It runs a
+        keras-hub sampler through `predict`, jit-compiled on JAX and TensorFlow, and the
+        compiled function is kept on the model per `(max_length, sampler settings)`, so a
+        second call with the same settings does not trace again.
+
+        Args:
+            source: Source ids `(B, S)`, 0 for padding.
+            max_length: Number of target tokens to generate at most.
+            sampler: `"greedy"`, `"beam"` (a `keras_luong.BeamSearchSampler` with the three
+                arguments below) or any `keras_hub.samplers.Sampler`.
+            num_beams: Beam width of `"beam"`.
+            length_penalty: GNMT's `alpha` for `"beam"`: hypotheses are ranked by
+                `log p / ((5 + |Y|) / 6) ** alpha`. Defaults to 0 (no penalty).
+            min_length: The end token cannot come before this many tokens.
+            return_all_beams: With `"beam"`, return every hypothesis, best first:
+                `(ids (B, num_beams, max_length), scores (B, num_beams))`.
+            stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
+                `max_length` tokens) or a tuple of ids.
+            batch_size: Sources decoded at once.
+            return_attention_scores: Also return the alignments of the decoded tokens,
+                `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
+                after the end token: the decoder re-run over its own output, which gives the
+                decoding steps' weights exactly (step decoding equals teacher forcing).
+        """
+        generator = self.generator(
+            max_length,
+            sampler,
+            num_beams=num_beams,
+            length_penalty=length_penalty,
+            min_length=min_length,
+            return_all_beams=return_all_beams,
+            stop_token_ids=stop_token_ids,
+        )
         generated = generator.predict(source, batch_size=batch_size, verbose=0)
         if not return_attention_scores:
             return generated
-        start = ops.full((ops.shape(generated)[0], 1), self.start_token, dtype="int32")
-        target_in = ops.concatenate([start, generated[:, :-1]], axis=1)
-        _, weights = self((source, target_in), training=False, return_attention_scores=True)
+        ids = generated[0] if isinstance(generated, tuple) else generated
+        flat = ops.reshape(ids, (-1, max_length))
+        repeated = ops.repeat(source, ops.shape(flat)[0] // ops.shape(source)[0], axis=0)
+        start = ops.full((ops.shape(flat)[0], 1), self.start_token, dtype="int32")
+        target_in = ops.concatenate([start, flat[:, :-1]], axis=1)
+        # Steps that generated padding are padding: their alignments are zeros.
+        target_in = ops.where(ops.equal(flat, 0), 0, target_in)
+        _, weights = self((repeated, target_in), training=False, return_attention_scores=True)
+        weights = ops.reshape(weights, (*ops.shape(ids), ops.shape(source)[1]))
         return generated, ops.convert_to_numpy(weights)
 
     def translate(
         self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs
     ):
         """Strings in, strings out: `source_vocabulary.encode(text, length)` makes the ids,
-        `target_vocabulary.decode(ids)` reads the generated ones (e.g. the character
-        vocabularies of `keras_luong.datasets.dates`)."""
+        `target_vocabulary.decode(ids)` reads the generated ones up to the end token (e.g.
+        the character vocabularies of `keras_luong.datasets.dates`). With
+        `return_all_beams=True`, each text gives its n-best list of `(string, score)`."""
         import numpy as np
 
         length = max(len(text) for text in texts)
         source = np.array([source_vocabulary.encode(t, length) for t in texts], "int32")
         generated = self.generate(source, max_length, sampler=sampler, **kwargs)
+        if isinstance(generated, tuple):
+            ids, scores = generated
+            decode = target_vocabulary.decode
+            return [
+                [(decode(i), float(s)) for i, s in zip(row, row_scores, strict=True)]
+                for row, row_scores in zip(ids, scores, strict=True)
+            ]
         return [target_vocabulary.decode(ids) for ids in generated]
 
-    def generator(self, max_length, sampler="greedy", num_beams=4):
-        """A `keras.Model` from source ids to generated target ids, for `predict` and for
-        export as a serving signature."""
-        return Seq2SeqGenerator(self, max_length, sampler=sampler, num_beams=num_beams)
+    def generator(
+        self,
+        max_length,
+        sampler="greedy",
+        num_beams=4,
+        length_penalty=0.0,
+        min_length=0,
+        return_all_beams=False,
+        stop_token_ids="auto",
+    ):
+        """The `keras.Model` from source ids to generated target ids that `generate` runs
+        (arguments as there), for `predict` and for export as a serving signature. One per
+        setting, kept on the model: its compiled `predict` is reused."""
+        if not isinstance(max_length, int) or max_length < 1:
+            raise ValueError(
+                "Invalid value for argument max_length. Expected a positive integer. "
+                f"Received: max_length={max_length!r}"
+            )
+        if stop_token_ids == "auto":
+            stop_token_ids = (self.end_token,)
+        stop_token_ids = tuple(int(i) for i in stop_token_ids or ())
+        if isinstance(sampler, str):
+            key = (sampler, num_beams, length_penalty, min_length, return_all_beams)
+        else:
+            key = ("instance", id(sampler))
+        key = (max_length, stop_token_ids, *key)
+        if key not in self._generators:
+            sampler = _make_sampler(
+                sampler, num_beams, length_penalty, min_length, return_all_beams
+            )
+            self._generators[key] = Seq2SeqGenerator(self, max_length, sampler, stop_token_ids)
+        return self._generators[key]
 
-    def export_generator(self, filepath, max_length, sampler="greedy", num_beams=4):
+    def export_generator(self, filepath, max_length, sampler="greedy", **kwargs):
         """Exports a TensorFlow SavedModel whose `serve` signature maps int32 source ids
-        `(batch, S)` to generated target ids `(batch, max_length)`. Works from the TensorFlow
-        and JAX backends; from torch, save a `.keras` file and export it on TensorFlow."""
-        generator = self.generator(max_length, sampler, num_beams)
+        `(batch, S)` to generated target ids `(batch, max_length)` (with
+        `return_all_beams=True`: the ids `(batch, num_beams, max_length)` and their scores).
+        Takes `generate`'s decoding arguments. Works from the TensorFlow and JAX backends;
+        from torch, save a `.keras` file and export it on TensorFlow."""
+        generator = self.generator(max_length, sampler, **kwargs)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
         generator.export(
             filepath,
@@ -249,24 +345,15 @@ class LuongSeq2Seq(keras.Model):
 class Seq2SeqGenerator(keras.Model):
     """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a keras-hub sampler
     over `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's
-    cache, the encoder memory in the closure (repeated per beam)."""
+    cache, the encoder memory in the closure (repeated per beam). Every position after one
+    of `stop_token_ids` is padding (0)."""
 
-    def __init__(self, seq2seq, max_length, sampler="greedy", num_beams=4, **kwargs):
+    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), **kwargs):
         super().__init__(**kwargs)
-        import keras_hub
-
-        if sampler == "greedy":
-            sampler = keras_hub.samplers.GreedySampler()
-        elif sampler == "beam":
-            sampler = keras_hub.samplers.BeamSampler(num_beams=num_beams)
-        elif not isinstance(sampler, keras_hub.samplers.Sampler):
-            raise ValueError(
-                "Invalid value for argument sampler. Expected 'greedy', 'beam' or a "
-                f"keras_hub.samplers.Sampler. Received: sampler={sampler!r}"
-            )
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
+        self.stop_token_ids = tuple(stop_token_ids)
         # predict() compiles the whole decoding loop with XLA on TensorFlow, as it always
         # does on JAX; torch stays eager (its compile takes minutes).
         self.jit_compile = keras.backend.backend() != "torch"
@@ -293,13 +380,79 @@ class Seq2SeqGenerator(keras.Model):
             logits, attentional, cache = model.next_token_logits(
                 token, list(cache), memory, index - 1
             )
-            logits = ops.where(never, ops.cast(-1e9, logits.dtype), logits)
+            # float32, so that the mask constant fits under mixed precision too.
+            logits = ops.where(never, -1e9, ops.cast(logits, "float32"))
             return logits, attentional, tuple(cache)
 
         start = ops.full((batch, 1), model.start_token, dtype="int32")
         prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
-        prompt = self.sampler(next, prompt, cache=tuple(states), index=1, model=self)
-        return prompt[:, 1:]
+        outputs = self.sampler(
+            next,
+            prompt,
+            cache=tuple(states),
+            index=1,
+            stop_token_ids=self.stop_token_ids or None,
+            model=self,
+        )
+        if isinstance(outputs, tuple):  # all beams, with their scores
+            prompts, scores = outputs
+            return self.pad_after_end(prompts[..., 1:]), scores
+        return self.pad_after_end(outputs[:, 1:])
+
+    def pad_after_end(self, ids):
+        """Zeros every position after the first stop token of each row (samplers such as
+        greedy stop when every row has ended, not row by row)."""
+        stops = ops.zeros_like(ids, "int32")
+        for token in self.stop_token_ids:
+            stops = stops + ops.cast(ops.equal(ids, token), "int32")
+        ended_before = ops.greater(ops.cumsum(stops, axis=-1) - stops, 0)
+        return ops.where(ended_before, ops.zeros_like(ids), ids)
+
+
+class _Generators:
+    """A plain mapping from decoding settings to `Seq2SeqGenerator`s. Not a dict: Keras
+    tracks the layers in a model's dicts as its sublayers, and a generator holds the model,
+    it is not part of it (nor of its `.keras` file)."""
+
+    def __init__(self):
+        self._by_key = {}
+
+    def __contains__(self, key):
+        return key in self._by_key
+
+    def __getitem__(self, key):
+        return self._by_key[key]
+
+    def __setitem__(self, key, generator):
+        self._by_key[key] = generator
+
+    def __len__(self):
+        return len(self._by_key)
+
+
+def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_beams):
+    import keras_hub
+
+    from keras_luong.samplers import BeamSearchSampler
+
+    if sampler == "greedy":
+        if min_length or return_all_beams:
+            # Beam search of width 1 is greedy decoding (a tested identity).
+            return BeamSearchSampler(1, min_length=min_length, return_all_beams=return_all_beams)
+        return keras_hub.samplers.GreedySampler()
+    if sampler == "beam":
+        return BeamSearchSampler(
+            num_beams,
+            length_penalty=length_penalty,
+            min_length=min_length,
+            return_all_beams=return_all_beams,
+        )
+    if isinstance(sampler, keras_hub.samplers.Sampler):
+        return sampler
+    raise ValueError(
+        "Invalid value for argument sampler. Expected 'greedy', 'beam' or a "
+        f"keras_hub.samplers.Sampler. Received: sampler={sampler!r}"
+    )
 
 
 def _unpack(inputs):

@@ -8,6 +8,7 @@ import pytest
 
 from keras_luong import LuongSeq2Seq
 from keras_luong.datasets import dates
+from keras_luong.seq2seq import Seq2SeqGenerator
 from tests.test_case import BACKEND, assert_allclose, fit_lowers_loss, save_and_load
 
 DATA = dates.load_data(400, seed=0)
@@ -30,33 +31,68 @@ def make_model(**kwargs):
     return model
 
 
-def teacher_forced_argmax(model, source, generated):
+def teacher_forced_log_probs(model, source, generated):
+    """Log-probabilities `(B, T, V)` of every next token given the generated prefix, with
+    padding and the start token excluded as the generator excludes them."""
     start = np.full((len(generated), 1), model.start_token, "int32")
     logits = model.predict((source, np.concatenate([start, generated[:, :-1]], 1)), verbose=0)
+    logits = logits.astype("float64")
     logits[..., [0, model.start_token]] = -np.inf  # never generated
-    return np.argmax(logits, -1)
+    logits -= logits.max(-1, keepdims=True)
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+def ending_early(model, bias=0.0):
+    """Raises the end token's logit bias of an untrained model until at least a quarter of
+    the test sources end before `TARGET_LENGTH - 1` tokens, so that stopping is exercised."""
+    kernel, biases = model.projection.get_weights()
+    while True:
+        biases[model.end_token] = bias
+        model.projection.set_weights([kernel, biases])
+        generated = model.generate(SOURCE, dates.TARGET_LENGTH)
+        ended = (generated[:, : dates.TARGET_LENGTH - 2] == model.end_token).any(1)
+        if ended.mean() >= 0.25:
+            return model
+        bias += 0.5
+
+
+def up_to_the_end(generated, end_token):
+    """Mask of the positions up to and including each row's first end token."""
+    is_end = generated == end_token
+    return np.cumsum(is_end, axis=1) - is_end == 0
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_greedy_decoding_equals_argmax_of_teacher_forcing(variant):
-    model = make_model(**VARIANTS[variant])
+    model = ending_early(make_model(**VARIANTS[variant]))
     # The decoding loop is compiled (XLA on TensorFlow, jit on JAX); torch stays eager.
     assert model.generator(dates.TARGET_LENGTH).jit_compile == (BACKEND != "torch")
     generated = model.generate(SOURCE, max_length=dates.TARGET_LENGTH)
     assert generated.shape == (16, dates.TARGET_LENGTH)
-    np.testing.assert_array_equal(generated, teacher_forced_argmax(model, SOURCE, generated))
+    argmax = np.argmax(teacher_forced_log_probs(model, SOURCE, generated), -1)
+    kept = up_to_the_end(generated, model.end_token)
+    np.testing.assert_array_equal(generated[kept], argmax[kept])
+    # Generation stops at the end token: what follows is padding.
+    assert (~kept).any() and np.all(generated[~kept] == 0)
+    # Without stop tokens it runs max_length steps; the two agree up to the end.
+    unstopped = model.generate(SOURCE, max_length=dates.TARGET_LENGTH, stop_token_ids=None)
+    np.testing.assert_array_equal(unstopped[kept], generated[kept])
+    assert np.all(unstopped != 0)
 
 
 def test_generate_returns_the_alignments_of_its_output():
-    model = make_model(alignment="predictive", window=3)
+    model = ending_early(make_model(alignment="predictive", window=3))
     generated, weights = model.generate(
         SOURCE, max_length=dates.TARGET_LENGTH, return_attention_scores=True
     )
     np.testing.assert_array_equal(generated, model.generate(SOURCE, dates.TARGET_LENGTH))
     assert weights.shape == (16, dates.TARGET_LENGTH, SOURCE.shape[1])
-    # Zero on source padding; local-p weights are a softmax times a Gaussian, so in (0, 1].
+    # Zero on source padding and after the end; local-p weights are a softmax times a
+    # Gaussian, so in (0, 1] on the steps that generated a token.
     assert np.all(weights[SOURCE[:, None, :].repeat(dates.TARGET_LENGTH, 1) == 0] == 0)
-    assert np.all((weights.sum(-1) > 0) & (weights.sum(-1) <= 1 + 1e-5))
+    kept = up_to_the_end(generated, model.end_token)
+    assert np.all(weights[~kept] == 0)
+    assert np.all((weights[kept].sum(-1) > 0) & (weights[kept].sum(-1) <= 1 + 1e-5))
 
 
 def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
@@ -66,21 +102,79 @@ def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
         model.generate(SOURCE, max_length=dates.TARGET_LENGTH, sampler="beam", num_beams=1),
         greedy,
     )
-    # Two steps with as many beams as allowed tokens: beam search is exhaustive, so it must
-    # find the most likely pair of tokens, which brute force over every pair finds too.
+    # Two steps with as many beams as allowed tokens: every first token stays in the beam,
+    # so beam search must find the most likely hypothesis, which brute force finds too: every
+    # pair of tokens, or the end token alone.
     vocabulary = model.target_vocabulary_size
     allowed = [i for i in range(vocabulary) if i not in (0, model.start_token)]
     beam = model.generate(SOURCE, max_length=2, sampler="beam", num_beams=len(allowed))
-    pairs = np.array([(a, b) for a in allowed for b in allowed], "int32")
-    source = np.repeat(SOURCE, len(pairs), axis=0)
-    tokens = np.tile(pairs, (len(SOURCE), 1))
-    start = np.full((len(tokens), 1), model.start_token, "int32")
-    logits = model.predict((source, np.concatenate([start, tokens[:, :1]], 1)), verbose=0)
-    logits[..., [0, model.start_token]] = -np.inf
-    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    scores = np.take_along_axis(log_probs, tokens[..., None], -1)[..., 0].sum(-1)
-    best = pairs[np.argmax(scores.reshape(len(SOURCE), len(pairs)), -1)]
+    hypotheses = [(a, b) for a in allowed if a != model.end_token for b in allowed]
+    hypotheses = np.array(hypotheses + [(model.end_token, 0)], "int32")
+    source = np.repeat(SOURCE, len(hypotheses), axis=0)
+    tokens = np.tile(hypotheses, (len(SOURCE), 1))
+    log_probs = teacher_forced_log_probs(model, source, tokens)
+    scores = np.take_along_axis(log_probs, tokens[..., None], -1)[..., 0]
+    scores = np.where(tokens == 0, 0.0, scores).sum(-1)
+    best = hypotheses[np.argmax(scores.reshape(len(SOURCE), len(hypotheses)), -1)]
     np.testing.assert_array_equal(beam, best)
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_n_best_hypotheses_with_their_scores_and_alignments(length_penalty):
+    model = make_model()
+    (ids, scores), weights = model.generate(
+        SOURCE[:4],
+        max_length=6,
+        sampler="beam",
+        num_beams=3,
+        length_penalty=length_penalty,
+        return_all_beams=True,
+        return_attention_scores=True,
+    )
+    assert ids.shape == (4, 3, 6) and scores.shape == (4, 3)
+    assert np.all(np.diff(scores, axis=1) <= 0)  # best first
+    best = model.generate(
+        SOURCE[:4], max_length=6, sampler="beam", num_beams=3, length_penalty=length_penalty
+    )
+    np.testing.assert_array_equal(ids[:, 0], best)
+    # Each score is the hypothesis' teacher-forced log-probability up to its end token,
+    # divided by GNMT's length penalty.
+    flat = ids.reshape(12, 6)
+    log_probs = teacher_forced_log_probs(model, np.repeat(SOURCE[:4], 3, 0), flat)
+    kept = up_to_the_end(flat, model.end_token) & (flat != 0)
+    token_log_probs = np.take_along_axis(log_probs, flat[..., None], -1)[..., 0]
+    expected = np.where(kept, token_log_probs, 0).sum(-1)
+    expected = expected / ((5 + kept.sum(-1)) / 6) ** length_penalty
+    np.testing.assert_allclose(scores.reshape(12), expected, rtol=1e-4, atol=1e-4)
+    # The alignments are those of teacher forcing over each hypothesis.
+    assert weights.shape == (4, 3, 6, SOURCE.shape[1])
+    start = np.full((12, 1), model.start_token, "int32")
+    target_in = np.where(flat == 0, 0, np.concatenate([start, flat[:, :-1]], 1))
+    _, expected_weights = model(
+        (np.repeat(SOURCE[:4], 3, 0), target_in), return_attention_scores=True
+    )
+    assert_allclose(weights.reshape(12, 6, -1), expected_weights)
+
+
+def test_generate_reuses_its_compiled_function(monkeypatch):
+    """A second call with the same settings runs the cached generator without tracing
+    again (on torch, which runs eagerly, it calls it once more)."""
+    traces = []
+    original = Seq2SeqGenerator.call
+    monkeypatch.setattr(
+        Seq2SeqGenerator, "call", lambda self, source: traces.append(1) or original(self, source)
+    )
+    model = make_model()
+    layers, weights = len(model.layers), len(model.weights)
+    first = model.generate(SOURCE, max_length=5, sampler="beam", num_beams=2)
+    count = len(traces)
+    second = model.generate(SOURCE, max_length=5, sampler="beam", num_beams=2)
+    np.testing.assert_array_equal(first, second)
+    assert len(traces) == (count + 1 if BACKEND == "torch" else count)
+    assert model.generator(5, "beam", num_beams=2) is model.generator(5, "beam", num_beams=2)
+    # Other settings get their own generator; none of them is part of the model.
+    assert model.generator(5, "beam", num_beams=3) is not model.generator(5, "beam", num_beams=2)
+    assert (len(model.layers), len(model.weights)) == (layers, weights)
 
 
 def test_translate_takes_and_gives_strings():

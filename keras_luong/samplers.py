@@ -1,0 +1,211 @@
+"""Beam search in keras-hub's `Sampler` API that finishes sentences."""
+
+import keras
+from keras import ops, tree
+
+try:
+    import keras_hub
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "keras_luong's decoding runs on keras-hub's samplers: "
+        "pip install 'keras-luong[hub]' (or pip install keras-hub)."
+    ) from error
+
+# A log-probability no hypothesis can reach: finite, so sums and divisions stay finite.
+_IMPOSSIBLE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class BeamSearchSampler(keras_hub.samplers.BeamSampler):
+    """Beam search with end tokens, a length penalty and the n best hypotheses.
+
+    keras-hub's `BeamSampler` keeps extending hypotheses that have ended and ranks by the
+    raw sum of log-probabilities. This one, as GNMT and tensorflow-addons'
+    `BeamSearchDecoder` do, freezes a hypothesis when it emits one of `stop_token_ids` (it
+    stays in the beam, extended with padding `0` at no cost, so its score stops changing) and
+    ranks every hypothesis, at every step and at the end, by
+
+    ```
+    score(Y) = log p(Y | X) / lp(Y),    lp(Y) = ((5 + |Y|) / 6) ** length_penalty
+    ```
+
+    (Wu et al., 2016), with `|Y|` the number of generated tokens, the end token included. The
+    loop is keras-hub's (`run_loop`), so it compiles on JAX and TensorFlow, and stops as soon
+    as every hypothesis has ended.
+
+    Args:
+        num_beams: Number of hypotheses kept per example. Defaults to 5.
+        length_penalty: `alpha` above; 0 ranks by the sum of log-probabilities, larger
+            values favour longer hypotheses. Defaults to 0.
+        min_length: The end token cannot come before this many other tokens. Defaults to 0.
+        return_all_beams: Return every hypothesis, best first, with its score:
+            `(prompts (batch, num_beams, length), scores (batch, num_beams))`. Defaults to
+            `False`: the best prompt `(batch, length)` alone.
+        temperature: Divides the logits. Defaults to 1.
+
+    Call arguments: those of `keras_hub.samplers.Sampler`: `next(prompt, cache, index) ->
+    (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
+    (repeated and reordered with the beams), the `mask` of prompt positions to keep and the
+    `stop_token_ids`.
+
+    Example:
+
+    ```python
+    sampler = keras_luong.BeamSearchSampler(num_beams=5, length_penalty=0.6)
+    ids = model.generate(source, max_length=30, sampler=sampler)
+    ```
+
+    Reference:
+        Wu et al., "Google's Neural Machine Translation System", 2016 (arXiv:1609.08144),
+        section 7.
+    """
+
+    def __init__(
+        self, num_beams=5, length_penalty=0.0, min_length=0, return_all_beams=False, **kwargs
+    ):
+        if not isinstance(num_beams, int) or num_beams < 1:
+            raise ValueError(
+                "Invalid value for argument num_beams. Expected a positive integer. "
+                f"Received: num_beams={num_beams!r}"
+            )
+        if not length_penalty >= 0:
+            raise ValueError(
+                "Invalid value for argument length_penalty. Expected a number >= 0. "
+                f"Received: length_penalty={length_penalty!r}"
+            )
+        if not isinstance(min_length, int) or min_length < 0:
+            raise ValueError(
+                "Invalid value for argument min_length. Expected an integer >= 0. "
+                f"Received: min_length={min_length!r}"
+            )
+        super().__init__(num_beams=num_beams, return_all_beams=return_all_beams, **kwargs)
+        self.length_penalty = length_penalty
+        self.min_length = min_length
+
+    def length_normalize(self, log_probs, lengths):
+        """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
+        if not self.length_penalty:
+            return log_probs
+        lengths = ops.cast(lengths, "float32")
+        return log_probs / ops.power((5.0 + lengths) / 6.0, self.length_penalty)
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        mask=None,
+        stop_token_ids=None,
+        hidden_states=None,
+        model=None,
+    ):
+        beams = self.num_beams
+        batch_size = ops.shape(prompt)[0]
+        index = ops.cast(index, "int32")
+        mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
+        has_cache = cache is not None
+        cache = cache if has_cache else ()
+        stop_token_ids = tuple(stop_token_ids or ())
+
+        def create_beams(x):
+            return ops.repeat(x, beams, axis=0)
+
+        prompt, mask = create_beams(prompt), create_beams(mask)
+        cache = tree.map_structure(create_beams, cache)
+        # Only the first copy of each example is live at first, so that the beams differ.
+        log_probs = ops.tile(
+            ops.convert_to_tensor([0.0] + [_IMPOSSIBLE] * (beams - 1), "float32"), [batch_size]
+        )
+        finished = ops.zeros((batch_size * beams,), "bool")
+        lengths = ops.zeros((batch_size * beams,), "int32")
+
+        def cond(prompt, cache, index, mask, log_probs, finished, lengths):
+            if not stop_token_ids:
+                return ops.convert_to_tensor(True)
+            return ops.logical_not(ops.all(finished))
+
+        def body(prompt, cache, index, mask, log_probs, finished, lengths):
+            logits, _, cache = next(prompt, cache, index)
+            logits = ops.cast(logits, "float32") / self.temperature
+            vocabulary = ops.shape(logits)[-1]
+            token_log_probs = ops.log_softmax(logits, axis=-1)
+            ids = ops.arange(vocabulary, dtype="int32")
+            is_stop = _is_any(ids, stop_token_ids)
+            if stop_token_ids and self.min_length:
+                too_short = ops.less(lengths, self.min_length)[:, None]
+                token_log_probs = ops.where(
+                    ops.logical_and(too_short, is_stop[None]), _IMPOSSIBLE, token_log_probs
+                )
+            # A finished hypothesis has one continuation, padding, at no cost.
+            frozen = ops.where(ops.equal(ids, 0), 0.0, _IMPOSSIBLE)
+            token_log_probs = ops.where(finished[:, None], frozen[None], token_log_probs)
+            candidates = log_probs[:, None] + token_log_probs
+            candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+            scores = self.length_normalize(candidates, candidate_lengths[:, None])
+
+            def per_example(x):
+                return ops.reshape(x, (-1, beams * vocabulary))
+
+            chosen = _top_k_indices(per_example(scores), beams)  # (batch, beams), best first
+            log_probs = ops.reshape(ops.take_along_axis(per_example(candidates), chosen, 1), [-1])
+            next_token = ops.reshape(chosen % vocabulary, [-1])
+            source_beam = chosen // vocabulary
+
+            def gather_beams(x):
+                x = ops.reshape(x, (-1, beams, *ops.shape(x)[1:]))
+                indices = ops.reshape(source_beam, (-1, beams) + (1,) * (len(x.shape) - 2))
+                x = ops.take_along_axis(x, indices, axis=1)
+                return ops.reshape(x, (-1, *ops.shape(x)[2:]))
+
+            prompt = gather_beams(prompt)
+            cache = tree.map_structure(gather_beams, cache) if has_cache else cache
+            finished = gather_beams(finished)
+            lengths = gather_beams(candidate_lengths)
+
+            next_token = ops.cast(next_token, prompt.dtype)
+            next_token = ops.where(mask[:, index], prompt[:, index], next_token)
+            finished = ops.logical_or(finished, _is_any(next_token, stop_token_ids))
+            prompt = ops.slice_update(prompt, [0, index], next_token[:, None])
+            return prompt, cache, index + 1, mask, log_probs, finished, lengths
+
+        prompt, _, _, _, log_probs, _, lengths = self.run_loop(
+            cond=cond,
+            body=body,
+            loop_vars=(prompt, cache, index, mask, log_probs, finished, lengths),
+            maximum_iterations=ops.shape(prompt)[1] - index,
+            model=model,
+        )
+        # Each step leaves the beams best first, ranked by the score they end with.
+        prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
+        if self.return_all_beams:
+            scores = self.length_normalize(log_probs, lengths)
+            return prompts, ops.reshape(scores, (-1, beams))
+        return prompts[:, 0]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"length_penalty": self.length_penalty, "min_length": self.min_length})
+        return config
+
+
+def _is_any(x, values):
+    """`x` equals one of `values` (all `False` when there are none)."""
+    result = ops.zeros_like(x, "bool")
+    for value in values:
+        result = ops.logical_or(result, ops.equal(x, value))
+    return result
+
+
+def _top_k_indices(x, k):
+    """The indices of the `k` largest entries of each row of `x`, largest first (the first
+    index on ties), by `k` argmax passes rather than `ops.top_k`: JAX exports `top_k` as a
+    StableHLO composite that TensorFlow's SavedModel reader cannot load, while argmax is a
+    plain reduction on every backend and `k` (the beam width) is small."""
+    positions = ops.arange(ops.shape(x)[-1], dtype="int32")
+    indices = []
+    for _ in range(k):
+        best = ops.cast(ops.argmax(x, axis=-1), "int32")
+        indices.append(best)
+        x = ops.where(ops.equal(positions[None], best[:, None]), float("-inf"), x)
+    return ops.stack(indices, axis=1)

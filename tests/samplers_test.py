@@ -1,0 +1,149 @@
+import itertools
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_luong import BeamSearchSampler
+from keras_luong.seq2seq import Seq2SeqGenerator
+
+# A hand-made next-token model over 6 ids: 0 padding and 1 start (never generated), 2 the end,
+# 3..5 words. Its logits depend on the step, the previous token and, through the cache, on the
+# sum of all earlier tokens, so a sampler that reorders its cache wrongly gets other scores.
+VOCABULARY, END, STEPS = 6, 2, 3
+RNG = np.random.default_rng(18)  # one where the length penalty changes the winner
+TABLE = RNG.normal(0, 1.5, (STEPS + 1, VOCABULARY, VOCABULARY)).astype("float32")
+TABLE[..., :2] = -1e9
+SUM_WEIGHT = RNG.normal(0, 0.5, VOCABULARY).astype("float32")
+SUM_WEIGHT[:2] = 0
+WORDS = (END, 3, 4, 5)
+
+
+def next_fn(prompt, cache, index):
+    (running_sum,) = cache
+    previous = ops.take(prompt, index - 1, axis=1)
+    step_table = ops.take(ops.convert_to_tensor(TABLE), index - 1, axis=0)
+    logits = ops.take(step_table, previous, axis=0)
+    logits = logits + running_sum[:, None] * ops.convert_to_tensor(SUM_WEIGHT)[None]
+    return logits, None, (running_sum + ops.cast(previous, "float32"),)
+
+
+def prompts(batch):
+    """A start token then `STEPS` positions to fill, for `batch` examples whose first
+    tokens differ (so that the examples' beams must not mix)."""
+    prompt = np.zeros((batch, STEPS + 2), "int32")
+    prompt[:, 0] = 1
+    prompt[:, 1] = np.arange(batch) % 3 + 3
+    return prompt
+
+
+def run(sampler, batch=2):
+    prompt = prompts(batch)
+    cache = (ops.zeros((batch,), "float32"),)
+    return sampler(next_fn, prompt, cache=cache, index=2, stop_token_ids=(END,))
+
+
+def brute_force(first_token, length_penalty=0.0, min_length=0):
+    """Every hypothesis after `[1, first_token]` with its score, best first, in float64."""
+    hypotheses = []
+    for length in range(1, STEPS + 1):
+        for words in itertools.product(WORDS, repeat=length):
+            ended = END in words
+            if ended and words.index(END) != length - 1:
+                continue  # nothing follows the end token
+            if not ended and length < STEPS:
+                continue  # an unfinished hypothesis runs to the maximum length
+            if ended and length - 1 < min_length:
+                continue
+            # As next_fn: step s reads TABLE[s + 1, previous] and the sum of the tokens
+            # before `previous`; an end token banned by min_length is excluded above.
+            log_prob, previous, running = 0.0, first_token, 0.0
+            for step, token in enumerate(words):
+                logits = (TABLE[step + 1, previous] + running * SUM_WEIGHT).astype("float64")
+                log_probs = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+                log_prob += log_probs[token]
+                running += previous
+                previous = token
+            score = log_prob / ((5 + length) / 6) ** length_penalty
+            hypotheses.append((score, list(words) + [0] * (STEPS - length)))
+    return sorted(hypotheses, key=lambda h: -h[0])
+
+
+@pytest.mark.parametrize(
+    "length_penalty, min_length", [(0.0, 0), (1.0, 0), (2.0, 0), (0.0, 2), (0.6, 1)]
+)
+def test_full_width_beam_is_exhaustive(length_penalty, min_length):
+    """With a beam wider than the number of hypotheses, beam search ranks every hypothesis,
+    ended at different steps or not at all, exactly as brute force does."""
+    expected = [brute_force(t, length_penalty, min_length) for t in (3, 4)]
+    width = len(expected[0])
+    sampler = BeamSearchSampler(
+        width, length_penalty=length_penalty, min_length=min_length, return_all_beams=True
+    )
+    ids, scores = (ops.convert_to_numpy(x) for x in run(sampler))
+    assert ids.shape == (2, width, STEPS + 2) and scores.shape == (2, width)
+    for example, hypotheses in enumerate(expected):
+        np.testing.assert_allclose(scores[example], [h[0] for h in hypotheses], rtol=1e-5)
+        for rank, (_, words) in enumerate(hypotheses):
+            np.testing.assert_array_equal(ids[example, rank, 2:], words)
+    best = ops.convert_to_numpy(
+        run(BeamSearchSampler(width, length_penalty=length_penalty, min_length=min_length))
+    )
+    np.testing.assert_array_equal(best[:, 2:], [h[0][1] for h in expected])
+
+
+def test_length_penalty_changes_the_winner():
+    """The hand-made model is chosen so that the ranking depends on alpha: a check that
+    the test above compares different rankings, not one ranking five times."""
+    for first_token in (3, 4):
+        winners = [brute_force(first_token, alpha)[0][1] for alpha in (0.0, 2.0)]
+        assert winners[0] != winners[1]
+
+
+def test_finished_hypotheses_are_frozen():
+    """After its end token a hypothesis holds only padding, and its score stays the one it
+    ended with (the brute-force test checks the values; this one the padding)."""
+    ids, _ = run(BeamSearchSampler(4, return_all_beams=True))
+    ids = ops.convert_to_numpy(ids)[..., 2:]
+    ended = np.cumsum(ids == END, axis=-1) - (ids == END) > 0
+    assert ended.any()
+    assert np.all(ids[ended] == 0)
+
+
+def test_beam_of_one_is_greedy():
+    beam = ops.convert_to_numpy(run(BeamSearchSampler(1), batch=6))
+    greedy = ops.convert_to_numpy(run(keras_hub.samplers.GreedySampler(), batch=6))
+    # Greedy stops when every row has ended; the generator pads what follows the end.
+    generator = Seq2SeqGenerator.__new__(Seq2SeqGenerator)
+    generator.stop_token_ids = (END,)
+    greedy = ops.convert_to_numpy(generator.pad_after_end(ops.convert_to_tensor(greedy)))
+    np.testing.assert_array_equal(beam, greedy)
+
+
+def test_config_round_trip():
+    sampler = BeamSearchSampler(3, length_penalty=0.6, min_length=2, return_all_beams=True)
+    restored = keras_hub.samplers.deserialize(keras_hub.samplers.serialize(sampler))
+    assert isinstance(restored, BeamSearchSampler)
+    assert restored.get_config() == sampler.get_config()
+    assert (restored.num_beams, restored.length_penalty, restored.min_length) == (3, 0.6, 2)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_beams": 0}, "num_beams=0"),
+        ({"num_beams": 2.5}, "num_beams=2.5"),
+        ({"length_penalty": -1}, "length_penalty=-1"),
+        ({"min_length": -2}, "min_length=-2"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BeamSearchSampler(**kwargs)
+
+
+def test_is_a_keras_hub_sampler():
+    assert isinstance(BeamSearchSampler(), keras_hub.samplers.BeamSampler)
+    assert keras.saving.get_registered_name(BeamSearchSampler) == ("keras_luong>BeamSearchSampler")
