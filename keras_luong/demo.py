@@ -4,9 +4,10 @@
 
 Trains `LuongSeq2Seq` on CLDR-formatted dates (Babel) -> ISO `YYYY-MM-DD`, character by
 character, then prints held-out exact-match accuracy (greedy decoding through keras-hub's
-sampler), alignment accuracy and AER against the gold field spans, translates a few dates
-with greedy and beam search, saves an attention heatmap, and exports a TensorFlow SavedModel
-whose `serve` signature maps source ids to translated ids.
+sampler), alignment accuracy and AER against the gold links, translates a few dates with
+greedy and beam search (`keras_luong.BeamSearchSampler`), shows an n-best list, saves an
+attention heatmap, and exports a TensorFlow SavedModel whose `serve` signature maps source
+ids to translated ids.
 """
 
 import argparse
@@ -32,6 +33,9 @@ def parse_args(argv=None):
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument(
+        "--length-penalty", type=float, default=0.0, help="GNMT's alpha for beam search"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="demo_output", help="heatmap and SavedModel")
     parser.add_argument("--no-export", dest="export", action="store_false")
@@ -80,7 +84,9 @@ def evaluate(model, split, max_length):
     _, weights = model(
         (split["source"], split["target_in"]), training=False, return_attention_scores=True
     )
-    accuracy, aer = dates.alignment_scores(keras.ops.convert_to_numpy(weights), split["gold"])
+    accuracy, aer = dates.alignment_scores(
+        keras.ops.convert_to_numpy(weights), split["gold"], split["sure"]
+    )
     return exact, accuracy, aer, generated
 
 
@@ -158,15 +164,27 @@ def main(argv=None):
             f"{target.decode(generated[i])}, reference {example['target']}"
         )
     few = slice(0, 6)
-    beam = model.generate(
-        test["source"][few], max_length=max_length, sampler="beam", num_beams=args.beam_width
-    )
+    beam_settings = {
+        "sampler": "beam",
+        "num_beams": args.beam_width,
+        "length_penalty": args.length_penalty,
+    }
+    beam = model.generate(test["source"][few], max_length=max_length, **beam_settings)
     print(f"\n{'source':<34} {'greedy':<12} {f'beam ({args.beam_width})':<12} reference")
     for i, example in enumerate(test["examples"][few]):
         print(
             f"{example['source']:<34} {target.decode(generated[i]):<12} "
             f"{target.decode(beam[i]):<12} {example['target']}"
         )
+    # The n best hypotheses for one input (a mistake, if greedy made one), with their scores.
+    index = int(wrong[0]) if len(wrong) else 0
+    ids, scores = model.generate(
+        test["source"][index : index + 1], max_length, return_all_beams=True, **beam_settings
+    )
+    example = test["examples"][index]
+    print(f"\n{args.beam_width}-best for {example['source']!r} (reference {example['target']}):")
+    for rank, (hypothesis, score) in enumerate(zip(ids[0], scores[0], strict=True), 1):
+        print(f"  {rank}. {target.decode(hypothesis):<12} score {score:.3f}")
 
     os.makedirs(args.output_dir, exist_ok=True)
     example = test["examples"][0]

@@ -199,13 +199,17 @@ def _is_any(x, values):
 
 def _top_k_indices(x, k):
     """The indices of the `k` largest entries of each row of `x`, largest first (the first
-    index on ties), by `k` argmax passes rather than `ops.top_k`: JAX exports `top_k` as a
-    StableHLO composite that TensorFlow's SavedModel reader cannot load, while argmax is a
-    plain reduction on every backend and `k` (the beam width) is small."""
-    positions = ops.arange(ops.shape(x)[-1], dtype="int32")
+    index on ties), found by `k` rounds of max-then-min-index rather than `ops.top_k`: JAX
+    exports `top_k` as a StableHLO composite that TensorFlow's SavedModel reader cannot load,
+    and with `argmax` (a two-operand reduction) beam 4 decoding took twice as long on JAX's
+    CPU backend as with a max and a min (benchmarks/decoding.py). `k`, the beam width, is
+    small."""
+    size = ops.shape(x)[-1]
+    positions = ops.arange(size, dtype="int32")[None]
     indices = []
     for _ in range(k):
-        best = ops.cast(ops.argmax(x, axis=-1), "int32")
+        largest = ops.max(x, axis=-1, keepdims=True)
+        best = ops.min(ops.where(ops.equal(x, largest), positions, size), axis=-1)
         indices.append(best)
-        x = ops.where(ops.equal(positions[None], best[:, None]), float("-inf"), x)
+        x = ops.where(ops.equal(positions, best[:, None]), float("-inf"), x)
     return ops.stack(indices, axis=1)

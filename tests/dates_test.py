@@ -55,12 +55,58 @@ def test_load_data_is_deterministic_and_consistent():
             assert not part["gold"][i, 4].any() and not part["gold"][i, 10].any()
 
 
+def test_sure_links_copy_digits_right_aligned():
+    text, spans = dates.render(datetime.date(2024, 1, 5), "en_US", "short")
+    assert text == "1/5/24"
+    sure = dates.sure_alignment(text, "2024-01-05", spans, len(text))
+    # "24" -> the "24" of 2024; "1" -> the "1" of "01"; "5" -> the "5" of "05".
+    assert sorted(zip(*np.nonzero(sure), strict=True)) == [(2, 4), (3, 5), (6, 0), (9, 2)]
+    text, spans = dates.render(datetime.date(2024, 1, 5), "en_US", "long")
+    assert text == "January 5, 2024"
+    sure = dates.sure_alignment(text, "2024-01-05", spans, len(text))
+    # The month is a word: its digits have possible links only.
+    assert sorted(zip(*np.nonzero(sure), strict=True)) == [
+        (0, 11),
+        (1, 12),
+        (2, 13),
+        (3, 14),
+        (9, 8),
+    ]
+
+
 def test_alignment_scores_by_hand():
     gold = np.zeros((1, 3, 4), bool)
     gold[0, 0, 0:2] = True  # target 0 reads source 0..1
     gold[0, 1, 3] = True  # target 1 reads source 3; target 2 has no gold field
+    sure = np.zeros_like(gold)
+    sure[0, 0, 1] = True  # target 0 copies source 1
     weights = np.array([[[0.1, 0.7, 0.1, 0.1], [0.6, 0.1, 0.1, 0.2], [1, 0, 0, 0]]])
-    accuracy, aer = dates.alignment_scores(weights, gold)
+    accuracy, aer = dates.alignment_scores(weights, gold, sure)
     assert accuracy == 0.5
-    # |A| = 2 links, |G| = 3 gold links, |A ∩ G| = 1.
-    assert aer == pytest.approx(1 - 2 * 1 / (2 + 3))
+    # A = {(0, 1), (1, 0)}: |A ∩ S| = 1, |A ∩ P| = 1, |A| = 2, |S| = 1.
+    assert aer == pytest.approx(1 - (1 + 1) / (2 + 1))
+    # Target 0 inside its field but off the copied digit: |A ∩ S| = 0.
+    weights[0, 0] = [0.7, 0.1, 0.1, 0.1]
+    assert dates.alignment_scores(weights, gold, sure)[1] == pytest.approx(1 - 1 / 3)
+
+
+def test_perfect_attention_scores_zero_and_uniform_attention_scores_high():
+    data = dates.load_data(200, seed=5)["test"]
+    gold, sure = data["gold"], data["sure"]
+    assert sure.any() and not np.any(sure & ~gold)
+    # Perfect: all the weight on the sure link where there is one, else spread over the field.
+    perfect = np.where(sure.any(-1, keepdims=True), sure, gold).astype("float32")
+    perfect[~gold.any(-1)] = 1.0  # '-' and the end token: anything
+    assert dates.alignment_scores(perfect, gold, sure) == (1.0, 0.0)
+    source_mask = data["source"] != 0
+    uniform = np.broadcast_to(source_mask[:, None, :], gold.shape).astype("float32")
+    accuracy, aer = dates.alignment_scores(uniform, gold, sure)
+    assert aer > 0.7 and accuracy < 0.4
+
+
+def test_sure_links_must_be_possible():
+    gold = np.zeros((1, 2, 3), bool)
+    sure = gold.copy()
+    sure[0, 0, 0] = True
+    with pytest.raises(ValueError, match="sure"):
+        dates.alignment_scores(np.ones((1, 2, 3)), gold, sure)

@@ -24,4 +24,8 @@ def test_demo_runs_end_to_end_with_small_settings(tmp_path):
     for example in dates.load_data(300, seed=0)["test"]["examples"][:6]:
         assert re.search(rf"{re.escape(example['source'])}\s.*\s{example['target']}$",
                          result.stdout, flags=re.M)  # fmt: skip
+    # The n-best list: two hypotheses, ranked by score.
+    nbest = re.findall(r"^  [12]\. \S* +score (-?[0-9.]+)$", result.stdout, flags=re.M)
+    assert "2-best for" in result.stdout and len(nbest) == 2
+    assert float(nbest[0]) >= float(nbest[1])
     assert (tmp_path / "attention.png").stat().st_size > 1000

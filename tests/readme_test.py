@@ -15,6 +15,11 @@ def test_readme_example_runs_as_written(capsys):
     printed = capsys.readouterr().out
     assert "(2, 16) (2, 7)" in printed
     assert "(2, 5, 16) (2, 5, 9)" in printed
+    assert "(3, 4, 6) (3, 4)" in printed
+    scores, greedy = namespace["scores"], namespace["greedy"]
+    assert np.all(np.diff(scores, axis=1) <= 0)  # best first
+    ended = np.cumsum(greedy == 2, axis=1) - (greedy == 2) > 0
+    assert np.all(greedy[ended] == 0)  # padding after the end token
     # The first decoding step equals the first teacher-forced output.
     np.testing.assert_allclose(
         namespace["keras"].ops.convert_to_numpy(namespace["step_output"]),

@@ -110,8 +110,9 @@ def generate(num_examples, seed=0, locales=LOCALES, formats=FORMATS):
 
 
 def gold_alignment(spans, source_length):
-    """`(TARGET_LENGTH, source_length)` boolean matrix: target character j is aligned with the
-    source positions of the field it is read from (none for '-' and the end token)."""
+    """`(TARGET_LENGTH, source_length)` boolean matrix of the possible links: target character
+    j may be aligned with any source position of the field it is read from (none for '-' and
+    the end token)."""
     gold = np.zeros((TARGET_LENGTH, source_length), bool)
     for j, field in enumerate(TARGET_FIELDS):
         if field in spans:
@@ -120,9 +121,29 @@ def gold_alignment(spans, source_length):
     return gold
 
 
+def sure_alignment(source, target, spans, source_length):
+    """`(TARGET_LENGTH, source_length)` boolean matrix of the sure links: where a field is
+    written in digits, each target digit is surely aligned with the source digit it copies,
+    the two right-aligned (the "4" of "2024" with the "4" of "24", the "5" of "05" with "5").
+    Digits with nothing to copy ("20" of "2024" from "24", "0" of "05" from "5") and fields
+    written in words ("March") have possible links only."""
+    sure = np.zeros((TARGET_LENGTH, source_length), bool)
+    for field, (start, end) in spans.items():
+        piece = source[start:end]
+        if not piece or any(c not in "0123456789" for c in piece):
+            continue
+        positions = [j for j, f in enumerate(TARGET_FIELDS) if f == field]
+        for k in range(1, min(len(piece), len(positions)) + 1):
+            j, s = positions[-k], end - k
+            if target[j] == piece[-k] and s < source_length:
+                sure[j, s] = True
+    return sure
+
+
 def encode(examples, source_vocabulary, source_length):
     """Arrays for `model.fit`: `source` `(N, source_length)`, `target_in` (start + ISO) and
-    `target_out` (ISO + end), `(N, TARGET_LENGTH)`, and `gold` alignments `(N, T, S)`."""
+    `target_out` (ISO + end), `(N, TARGET_LENGTH)`, and the gold alignments `(N, T, S)`:
+    `gold`, the possible links, and `sure`, the sure ones (see `alignment_scores`)."""
     source = np.array(
         [source_vocabulary.encode(e["source"], source_length) for e in examples], "int32"
     )
@@ -130,11 +151,13 @@ def encode(examples, source_vocabulary, source_length):
     target_in = np.array([[START, *t] for t in target], "int32")
     target_out = np.array([[*t, END] for t in target], "int32")
     gold = np.stack([gold_alignment(e["spans"], source_length) for e in examples])
+    sure = [sure_alignment(e["source"], e["target"], e["spans"], source_length) for e in examples]
     return {
         "source": source,
         "target_in": target_in,
         "target_out": target_out,
         "gold": gold,
+        "sure": np.stack(sure),
     }
 
 
@@ -160,17 +183,29 @@ def load_data(num_examples=20000, seed=0, locales=LOCALES, formats=FORMATS, spli
     return data
 
 
-def alignment_scores(weights, gold):
-    """Alignment accuracy and AER of attention `weights` `(N, T, S)` against `gold` spans.
+def alignment_scores(weights, gold, sure):
+    """Alignment accuracy and alignment error rate of attention `weights` `(N, T, S)` against
+    the possible links `gold` and the sure links `sure` (`load_data`'s arrays of those names).
 
-    accuracy: the share of target characters with a gold field whose strongest weight falls
-    inside that field. AER (Och and Ney, 2003, with sure = possible = gold): each target
-    character is linked to its argmax position, `AER = 1 - 2|A ∩ G| / (|A| + |G|)`."""
-    weights = np.asarray(weights)
+    Each target character that has a gold field is linked to its strongest source position
+    (one link per target word, as Luong et al. extract them): the links `A`. accuracy is the
+    share of those links inside the field, `|A ∩ P| / |A|`. AER is Och and Ney's (2003), with
+    sure links `S` inside the possible ones `P` (here `P` = `gold`):
+
+    ```
+    AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
+    ```
+
+    Attention whose strongest weight is on the copied digit wherever there is one, and inside
+    the field elsewhere, scores 0; attention that misses every field scores 1."""
+    weights, gold, sure = np.asarray(weights), np.asarray(gold), np.asarray(sure)
+    if np.any(sure & ~gold):
+        raise ValueError("Every sure link must also be a possible link (sure ⊆ gold).")
     has_gold = gold.any(-1)
-    links = np.argmax(weights, -1)
-    hit = np.take_along_axis(gold, links[..., None], -1)[..., 0] & has_gold
-    accuracy = hit.sum() / max(has_gold.sum(), 1)
-    predicted = has_gold.sum()  # one link per target character that has a gold field
-    aer = 1.0 - 2.0 * hit.sum() / max(predicted + gold.sum(), 1)
+    links = np.argmax(weights, -1)[..., None]
+    in_possible = np.take_along_axis(gold, links, -1)[..., 0] & has_gold
+    in_sure = np.take_along_axis(sure, links, -1)[..., 0] & has_gold
+    num_links = has_gold.sum()
+    accuracy = in_possible.sum() / max(num_links, 1)
+    aer = 1.0 - (in_sure.sum() + in_possible.sum()) / max(num_links + sure.sum(), 1)
     return float(accuracy), float(aer)
