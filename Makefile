@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test demo results clean
+.PHONY: install lint format test demo results g2p clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ demo: install
 # Our version of the paper's Tables 4 and 6 (about 15 minutes; not part of CI).
 results: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/variants.py --output docs/results.md
+
+# Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
+# Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment predictive".
+G2P_ARGS ?=
+g2p: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_ARGS)
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache

@@ -193,6 +193,17 @@ def test_translate_takes_and_gives_strings():
     assert all(set(t) <= set(dates.TARGET_CHARS) for t in translated)
 
 
+def test_translate_maps_unseen_characters_to_the_oov_id():
+    model = make_model()
+    vocabulary = DATA["source_vocabulary"]
+    texts = ["☃ 12 ☃", "Ω"]  # not in the dates vocabulary
+    translated = model.translate(texts, vocabulary, DATA["target_vocabulary"], 5)
+    source = np.array([[3, 3, 3, 3, 3, 3], [3, 0, 0, 0, 0, 0]], "int32")
+    source[0, 1:5] = vocabulary.encode(" 12 ")
+    expected = model.generate(source, max_length=5)
+    assert translated == [DATA["target_vocabulary"].decode(ids) for ids in expected]
+
+
 def test_fit_lowers_the_loss():
     model = make_model(alignment="predictive", window=4)
     before, after = fit_lowers_loss(model, (SOURCE, TARGET_IN), TARGET_OUT, learning_rate=1.0)

@@ -17,6 +17,8 @@ import datetime
 
 import numpy as np
 
+from keras_luong.vocabulary import Vocabulary
+
 LOCALES = (
     "en_US", "en_GB", "fr", "de", "es", "it", "pt", "nl",
     "sv", "pl", "ru", "tr", "ja", "zh", "ko",
@@ -24,7 +26,7 @@ LOCALES = (
 FORMATS = ("full", "long", "medium", "short")
 # Two-digit years are only unambiguous inside one century window.
 FIRST_YEAR, LAST_YEAR = 1950, 2049
-PAD, START, END = 0, 1, 2
+PAD, START, END = Vocabulary.PAD, Vocabulary.START, Vocabulary.END
 TARGET_CHARS = "0123456789-"
 TARGET_LENGTH = len("YYYY-MM-DD") + 1  # and the end token
 # Which source field each character of "YYYY-MM-DD" is read from.
@@ -52,31 +54,6 @@ def render(date, locale, format):
     if text != format_date(date, format, locale=locale):
         raise AssertionError(f"field-by-field rendering differs for {locale} {format}: {text!r}")
     return text, spans
-
-
-class Vocabulary:
-    """Characters to ids: 0 padding, 1 start, 2 end, then the characters in sorted order."""
-
-    def __init__(self, characters):
-        self.characters = sorted(set(characters))
-        self.index = {c: i + 3 for i, c in enumerate(self.characters)}
-
-    def __len__(self):
-        return len(self.characters) + 3
-
-    def encode(self, text, length):
-        ids = [self.index[c] for c in text][:length]
-        return ids + [PAD] * (length - len(ids))
-
-    def decode(self, ids):
-        text = []
-        for i in ids:
-            i = int(i)
-            if i == END:
-                break
-            if i >= 3:
-                text.append(self.characters[i - 3])
-        return "".join(text)
 
 
 TARGET_VOCABULARY = Vocabulary(TARGET_CHARS)
