@@ -301,7 +301,7 @@ class TestMixedPrecision(TestCase):
 
     @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
     def test_generation_equals_float32_on_a_trained_dates_model(self, policy):
-        """tests/data/dates_model.keras (benchmarks/train_dates_model.py, 97.8% exact match)
+        """tests/data/dates_model.keras (benchmarks/train_dates_model.py)
         decodes its test split in half precision as it does in float32."""
         model = keras.saving.load_model(os.path.join(TEST_DATA, "dates_model.keras"))
         source = np.load(os.path.join(TEST_DATA, "dates_model_test_source.npy")).astype("int32")
