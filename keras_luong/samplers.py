@@ -1,5 +1,7 @@
 """Beam search in keras-hub's `Sampler` API that finishes sentences."""
 
+import numbers
+
 import keras
 from keras import ops, tree
 
@@ -63,7 +65,7 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
     def __init__(
         self, num_beams=5, length_penalty=0.0, min_length=0, return_all_beams=False, **kwargs
     ):
-        if not isinstance(num_beams, int) or num_beams < 1:
+        if not isinstance(num_beams, numbers.Integral) or num_beams < 1:
             raise ValueError(
                 "Invalid value for argument num_beams. Expected a positive integer. "
                 f"Received: num_beams={num_beams!r}"
@@ -73,14 +75,14 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
                 "Invalid value for argument length_penalty. Expected a number >= 0. "
                 f"Received: length_penalty={length_penalty!r}"
             )
-        if not isinstance(min_length, int) or min_length < 0:
+        if not isinstance(min_length, numbers.Integral) or min_length < 0:
             raise ValueError(
                 "Invalid value for argument min_length. Expected an integer >= 0. "
                 f"Received: min_length={min_length!r}"
             )
-        super().__init__(num_beams=num_beams, return_all_beams=return_all_beams, **kwargs)
-        self.length_penalty = length_penalty
-        self.min_length = min_length
+        super().__init__(num_beams=int(num_beams), return_all_beams=return_all_beams, **kwargs)
+        self.length_penalty = float(length_penalty)
+        self.min_length = int(min_length)
 
     def length_normalize(self, log_probs, lengths):
         """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""

@@ -1,3 +1,5 @@
+import numbers
+
 import keras
 from keras import ops
 
@@ -284,11 +286,12 @@ class LuongSeq2Seq(keras.Model):
         """The `keras.Model` from source ids to generated target ids that `generate` runs
         (arguments as there), for `predict` and for export as a serving signature. One per
         setting, kept on the model: its compiled `predict` is reused."""
-        if not isinstance(max_length, int) or max_length < 1:
+        if not isinstance(max_length, numbers.Integral) or max_length < 1:
             raise ValueError(
                 "Invalid value for argument max_length. Expected a positive integer. "
                 f"Received: max_length={max_length!r}"
             )
+        max_length = int(max_length)
         if stop_token_ids == "auto":
             stop_token_ids = (self.end_token,)
         stop_token_ids = tuple(int(i) for i in stop_token_ids or ())

@@ -311,3 +311,20 @@ class TestMixedPrecision(TestCase):
         half.set_weights(model.get_weights())
         generated = half.generate(source, dates.TARGET_LENGTH)
         assert np.mean(np.all(generated == expected, axis=1)) >= 0.99
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_length": 0}, "max_length=0"),
+        ({"max_length": 2.5}, "max_length=2.5"),
+        ({"max_length": 3, "sampler": "top_k"}, "sampler='top_k'"),
+        ({"max_length": 3, "sampler": "beam", "num_beams": 0}, "num_beams=0"),
+    ],
+)
+def test_invalid_decoding_arguments(kwargs, message):
+    model = make_model()
+    with pytest.raises(ValueError, match=message):
+        model.generate(SOURCE[:2], **kwargs)
+    # numpy integers are integers
+    assert model.generator(np.int64(3)) is model.generator(3)
