@@ -1,9 +1,13 @@
+import functools
 import hashlib
 
 import numpy as np
 import pytest
 
+from keras_luong import LuongSeq2Seq
 from keras_luong.datasets import cmudict
+from keras_luong.evaluation import phoneme_error_rate, word_error_rate
+from tests.test_case import fit_lowers_loss
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +67,38 @@ def test_arrays_decode_to_the_entries(data):
         )
     test = data["test"]
     assert letters.decode(test["source"][5]) == test["words"][5]
+
+
+def levenshtein(a, b):
+    """The recursive definition, memoised: an oracle for the row-by-row implementation."""
+
+    @functools.cache
+    def d(i, j):
+        if min(i, j) == 0:
+            return max(i, j)
+        return min(d(i - 1, j) + 1, d(i, j - 1) + 1, d(i - 1, j - 1) + (a[i - 1] != b[j - 1]))
+
+    return d(len(a), len(b))
+
+
+def test_a_tiny_model_trains_and_its_output_scores_as_counted_by_hand(data):
+    letters, phonemes = data["letter_vocabulary"], data["phoneme_vocabulary"]
+    train, validation = data["train"], data["validation"]
+    model = LuongSeq2Seq(
+        len(letters), len(phonemes), units=16, embedding_dim=8,
+        start_token=phonemes.START, end_token=phonemes.END,
+    )  # fmt: skip
+    batch = (train["source"][:64], train["target_in"][:64])
+    before, after = fit_lowers_loss(model, batch, train["target_out"][:64], learning_rate=1.0)
+    assert np.isfinite(after) and after < before
+    generated = model.generate(validation["source"][:24], data["target_length"])
+    hypotheses = [phonemes.decode(ids).split() for ids in generated]
+    references = [[r.split() for r in refs] for refs in validation["references"][:24]]
+    wrong = sum(h not in refs for h, refs in zip(hypotheses, references, strict=True))
+    assert word_error_rate(hypotheses, references) == pytest.approx(wrong / 24)
+    errors = length = 0
+    for h, refs in zip(hypotheses, references, strict=True):
+        distances = [levenshtein(tuple(h), tuple(r)) for r in refs]
+        errors += min(distances)
+        length += len(refs[int(np.argmin(distances))])
+    assert phoneme_error_rate(hypotheses, references) == pytest.approx(errors / length)
