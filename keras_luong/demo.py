@@ -19,30 +19,55 @@ import time
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--alignment", default="global", choices=["global", "monotonic", "predictive"]
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_luong.demo",
+        description="Trains a Luong attention model to translate dates written in 15 locales "
+        "into ISO YYYY-MM-DD, then evaluates, decodes, plots and exports it.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--score-mode", default="general", choices=["dot", "general", "concat", "location"]
+        "--alignment",
+        default="global",
+        choices=["global", "monotonic", "predictive"],
+        help="global attention, local-m (monotonic) or local-p (predictive)",
+    )
+    parser.add_argument(
+        "--score-mode",
+        default="general",
+        choices=["dot", "general", "concat", "location"],
+        help="the score function (location: global only)",
     )
     parser.add_argument("--window", type=int, default=10, help="local window half-width D")
-    parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--examples", type=int, default=20000)
-    parser.add_argument("--units", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument(
+        "--no-input-feeding",
+        dest="input_feeding",
+        action="store_false",
+        help="do not feed h~_{t-1} to the decoder (the fused-LSTM fast path)",
+    )
+    parser.add_argument("--epochs", type=int, default=15, help="training epochs")
+    parser.add_argument(
+        "--examples", type=int, default=20000, help="dates generated (80/10/10 split)"
+    )
+    parser.add_argument("--units", type=int, default=128, help="encoder and decoder size")
+    parser.add_argument("--batch-size", type=int, default=64, help="training batch size")
+    parser.add_argument("--beam-width", type=int, default=4, help="beams of the beam search")
     parser.add_argument(
         "--length-penalty", type=float, default=0.0, help="GNMT's alpha for beam search"
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir", default="demo_output", help="heatmap and SavedModel")
-    parser.add_argument("--no-export", dest="export", action="store_false")
+    parser.add_argument("--seed", type=int, default=0, help="data and weight seed")
+    parser.add_argument(
+        "--output-dir", default="demo_output", help="where the heatmap and SavedModel go"
+    )
+    parser.add_argument(
+        "--no-export",
+        dest="export",
+        action="store_false",
+        help="skip the TensorFlow SavedModel export",
+    )
     parser.add_argument(
         "--backend",
         choices=["tensorflow", "jax", "torch"],
-        help="Keras backend (default: the one Keras is configured with, $KERAS_BACKEND)",
+        help="Keras backend (default: $KERAS_BACKEND, else Keras' configured one)",
     )
     return parser.parse_args(argv)
 
@@ -187,15 +212,18 @@ def main(argv=None):
         print(f"  {rank}. {target.decode(hypothesis):<12} score {score:.3f}")
 
     os.makedirs(args.output_dir, exist_ok=True)
+    # The model's own output and the alignments it decoded it with.
     example = test["examples"][0]
-    _, weights = model((test["source"][:1], test["target_in"][:1]), return_attention_scores=True)
+    ids, weights = model.generate(test["source"][:1], max_length, return_attention_scores=True)
+    output = target.decode(ids[0])
+    ended = ["</s>"] if dates.END in ids[0] else []  # else it ran to max_length
     heatmap = os.path.join(args.output_dir, "attention.png")
     plot_attention(
-        keras.ops.convert_to_numpy(weights)[0],
+        weights[0],
         list(example["source"]),
-        list(example["target"]) + ["</s>"],
+        list(output) + ended,
         path=heatmap,
-        title=f"{example['locale']} {example['format']} ({variant})",
+        title=f"{example['locale']} {example['format']}: {output} ({variant})",
     )
     print(f"\nattention heatmap: {heatmap}")
     if args.export:

@@ -1,32 +1,81 @@
 """Attention heatmaps."""
 
+import numpy as np
+
 
 def plot_attention(weights, source_tokens, target_tokens, path=None, title=None, ax=None):
-    """Draws `weights` `(T, S)` as a heatmap, target tokens down, source tokens across.
+    """Draws `weights` `(T, S)` as a heatmap, target tokens down, source tokens across, with a
+    colorbar.
 
-    Returns the matplotlib figure; saves it to `path` if given. Needs matplotlib."""
-    import matplotlib
+    `weights` may be larger than the labels (padding); its first `len(target_tokens)` rows and
+    `len(source_tokens)` columns are drawn. Spaces are drawn as `␣`; a character that the
+    font cannot draw (CJK with matplotlib's default DejaVu Sans) is written as its code point
+    (`U+5E74`) rather than as a box.
 
-    if path is not None and ax is None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    weights = weights[: len(target_tokens), : len(source_tokens)]
-    if ax is None:
-        figure, ax = plt.subplots(
-            figsize=(0.35 * len(source_tokens) + 1.5, 0.35 * len(target_tokens) + 1.2)
+    Returns the matplotlib figure. With `path`, saves it there without touching pyplot or the
+    matplotlib backend; otherwise draws with pyplot (inline in a notebook) or on `ax`.
+    Needs matplotlib (`pip install 'keras-luong[plot]'`)."""
+    try:
+        import matplotlib  # noqa: F401  (the other imports below are local)
+    except ImportError as error:
+        raise ImportError(
+            "plot_attention needs matplotlib: pip install 'keras-luong[plot]'"
+        ) from error
+    weights = np.asarray(weights)
+    shape = (len(target_tokens), len(source_tokens))
+    if weights.ndim != 2 or weights.shape[0] < shape[0] or weights.shape[1] < shape[1]:
+        raise ValueError(
+            "Expected weights of shape (T, S) with at least as many rows as target_tokens and "
+            f"columns as source_tokens, {shape}. Received: weights.shape={weights.shape}"
         )
-    else:
+    weights = weights[: shape[0], : shape[1]]
+    if ax is not None:
         figure = ax.figure
-    ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(range(len(source_tokens)), [repr(t)[1:-1] for t in source_tokens])
-    ax.set_yticks(range(len(target_tokens)), list(target_tokens))
+    else:
+        size = (0.35 * shape[1] + 2.5, 0.35 * shape[0] + 1.2)
+        if path is not None:
+            from matplotlib.figure import Figure
+
+            figure = Figure(figsize=size)
+            ax = figure.add_subplot()
+        else:
+            import matplotlib.pyplot as plt
+
+            figure, ax = plt.subplots(figsize=size)
+    image = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    figure.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    ax.set_xticks(range(shape[1]), [_label(t) for t in source_tokens])
+    ax.set_yticks(range(shape[0]), [_label(t) for t in target_tokens])
     ax.tick_params(axis="x", labelrotation=90)
     ax.set_xlabel("source")
     ax.set_ylabel("target")
     if title:
-        ax.set_title(title)
+        ax.set_title(_label(title, keep_spaces=True))
     figure.tight_layout()
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
+
+
+def _label(token, keep_spaces=False):
+    """`token` with spaces marked and the characters the font lacks written as code points."""
+    token = str(token)
+    if not keep_spaces:
+        token = token.replace(" ", "␣").replace("\u202f", "␣").replace("\xa0", "␣")
+    drawable = _drawable()
+    return "".join(c if drawable(c) else f"U+{ord(c):04X}" for c in token)
+
+
+_FONT = {}
+
+
+def _drawable():
+    """A test of whether matplotlib's current default font has a glyph for a character."""
+    if "font" not in _FONT:
+        from matplotlib import font_manager
+        from matplotlib.ft2font import FT2Font
+
+        path = font_manager.findfont(font_manager.FontProperties())
+        _FONT["font"] = FT2Font(path)
+    font = _FONT["font"]
+    return lambda c: c.isascii() or font.get_char_index(ord(c)) != 0

@@ -37,8 +37,13 @@ _FIELD_OF_PATTERN = {"y": "year", "M": "month", "L": "month", "d": "day"}
 def render(date, locale, format):
     """Formats `date` like `babel.dates.format_date(date, format, locale=locale)`, and returns
     `(text, spans)` with `spans[field] = (start, end)` for the year, month and day fields."""
-    from babel import Locale
-    from babel.dates import DateTimeFormat, format_date, get_date_format, tokenize_pattern
+    try:
+        from babel import Locale
+        from babel.dates import DateTimeFormat, format_date, get_date_format, tokenize_pattern
+    except ImportError as error:
+        raise ImportError(
+            "The dates task renders dates with Babel: pip install 'keras-luong[datasets]'"
+        ) from error
 
     fields = DateTimeFormat(date, Locale.parse(locale))
     text, spans = "", {}
