@@ -190,7 +190,8 @@ def test_translate_takes_and_gives_strings():
     source = np.array([DATA["source_vocabulary"].encode(t, length) for t in texts], "int32")
     expected = model.generate(source, max_length=dates.TARGET_LENGTH)
     assert translated == [DATA["target_vocabulary"].decode(ids) for ids in expected]
-    assert all(set(t) <= set(dates.TARGET_CHARS) for t in translated)
+    # An untrained model may emit the out-of-vocabulary id, which decodes as "<unk>".
+    assert all(set(t.replace("<unk>", "")) <= set(dates.TARGET_CHARS) for t in translated)
 
 
 def test_translate_maps_unseen_characters_to_the_oov_id():
