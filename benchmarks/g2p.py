@@ -63,6 +63,25 @@ def scores(model, split, vocabulary, max_length, **settings):
     return phoneme_error_rate(hypotheses, references), word_error_rate(hypotheses, references)
 
 
+def plot_examples(model, letters, phonemes, max_length, path, words=("KNIGHT", "BOX", "XYLOPHONE")):
+    """Heatmaps of letters against the phonemes the model outputs (silent letters, `X` read
+    as `K S` or `Z`), side by side in one figure saved at `path`."""
+    from matplotlib.figure import Figure
+
+    from keras_luong.plotting import plot_attention
+
+    ids, weights = model.generate(
+        letters.encode_batch(list(words)), max_length, return_attention_scores=True
+    )
+    figure = Figure(figsize=(4.2 * len(words), 4.2))
+    for i, word in enumerate(words):
+        output = phonemes.decode(ids[i]).split()
+        ended = ["</s>"] if phonemes.END in ids[i] else []
+        ax = figure.add_subplot(1, len(words), i + 1)
+        plot_attention(weights[i], list(word), output + ended, ax=ax, title=word)
+    figure.savefig(path, dpi=110)
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.backend and os.environ.get("KERAS_BACKEND") != args.backend:
@@ -165,6 +184,9 @@ def main(argv=None):
         print(f"{name:<76} {per} {wer:6.2f}")
 
     os.makedirs(args.output_dir, exist_ok=True)
+    plot_examples(
+        model, letters, phonemes, max_length, os.path.join(args.output_dir, "attention.png")
+    )
     model.save(os.path.join(args.output_dir, "g2p.keras"))
     letters.save(os.path.join(args.output_dir, "letters.json"))
     phonemes.save(os.path.join(args.output_dir, "phonemes.json"))
