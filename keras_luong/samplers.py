@@ -191,6 +191,14 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
         return config
 
 
+def pad_after_end(ids, stop_token_ids):
+    """Zeros every position after the first stop token of each row of `ids` (samplers such
+    as keras-hub's greedy one stop when every row has ended, not row by row)."""
+    stops = ops.cast(_is_any(ids, stop_token_ids), "int32")
+    ended_before = ops.greater(ops.cumsum(stops, axis=-1) - stops, 0)
+    return ops.where(ended_before, ops.zeros_like(ids), ids)
+
+
 def _is_any(x, values):
     """`x` equals one of `values` (all `False` when there are none)."""
     result = ops.zeros_like(x, "bool")

@@ -255,14 +255,11 @@ class LuongSeq2Seq(keras.Model):
     def translate(
         self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs
     ):
-        """Strings in, strings out: `source_vocabulary.encode(text, length)` makes the ids,
-        `target_vocabulary.decode(ids)` reads the generated ones up to the end token (e.g.
-        the character vocabularies of `keras_luong.datasets.dates`). With
-        `return_all_beams=True`, each text gives its n-best list of `(string, score)`."""
-        import numpy as np
-
-        length = max(len(text) for text in texts)
-        source = np.array([source_vocabulary.encode(t, length) for t in texts], "int32")
+        """Strings in, strings out, through two `keras_luong.vocabulary.Vocabulary`s:
+        `source_vocabulary.encode_batch(texts)` makes the ids (unseen symbols become the OOV
+        id), `target_vocabulary.decode(ids)` reads the generated ones up to the end token.
+        With `return_all_beams=True`, each text gives its n-best list of `(string, score)`."""
+        source = source_vocabulary.encode_batch(texts)
         generated = self.generate(source, max_length, sampler=sampler, **kwargs)
         if isinstance(generated, tuple):
             ids, scores = generated
@@ -397,19 +394,12 @@ class Seq2SeqGenerator(keras.Model):
             stop_token_ids=self.stop_token_ids or None,
             model=self,
         )
+        from keras_luong.samplers import pad_after_end
+
         if isinstance(outputs, tuple):  # all beams, with their scores
             prompts, scores = outputs
-            return self.pad_after_end(prompts[..., 1:]), scores
-        return self.pad_after_end(outputs[:, 1:])
-
-    def pad_after_end(self, ids):
-        """Zeros every position after the first stop token of each row (samplers such as
-        greedy stop when every row has ended, not row by row)."""
-        stops = ops.zeros_like(ids, "int32")
-        for token in self.stop_token_ids:
-            stops = stops + ops.cast(ops.equal(ids, token), "int32")
-        ended_before = ops.greater(ops.cumsum(stops, axis=-1) - stops, 0)
-        return ops.where(ended_before, ops.zeros_like(ids), ids)
+            return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
+        return pad_after_end(outputs[:, 1:], self.stop_token_ids)
 
 
 class _Generators:
@@ -428,9 +418,6 @@ class _Generators:
 
     def __setitem__(self, key, generator):
         self._by_key[key] = generator
-
-    def __len__(self):
-        return len(self._by_key)
 
 
 def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_beams):

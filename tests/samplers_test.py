@@ -7,7 +7,7 @@ import pytest
 from keras import ops
 
 from keras_luong import BeamSearchSampler
-from keras_luong.seq2seq import Seq2SeqGenerator
+from keras_luong.samplers import pad_after_end
 
 # A hand-made next-token model over 6 ids: 0 padding and 1 start (never generated), 2 the end,
 # 3..5 words. Its logits depend on the step, the previous token and, through the cache, on the
@@ -116,9 +116,7 @@ def test_beam_of_one_is_greedy():
     beam = ops.convert_to_numpy(run(BeamSearchSampler(1), batch=6))
     greedy = ops.convert_to_numpy(run(keras_hub.samplers.GreedySampler(), batch=6))
     # Greedy stops when every row has ended; the generator pads what follows the end.
-    generator = Seq2SeqGenerator.__new__(Seq2SeqGenerator)
-    generator.stop_token_ids = (END,)
-    greedy = ops.convert_to_numpy(generator.pad_after_end(ops.convert_to_tensor(greedy)))
+    greedy = ops.convert_to_numpy(pad_after_end(ops.convert_to_tensor(greedy), (END,)))
     np.testing.assert_array_equal(beam, greedy)
 
 
