@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_luong.input_feeding_cell import InputFeedingCell, deserialize_nested
+from keras_luong.scores import _check_mask
 
 # Cells that have a fused Keras layer (cuDNN on a GPU) for the no-input-feeding fast path.
 _FUSED_LAYERS = {keras.layers.LSTMCell: keras.layers.LSTM, keras.layers.GRUCell: keras.layers.GRU}
@@ -115,8 +116,12 @@ class LuongDecoder(keras.layers.Layer):
         batch = ops.shape(inputs)[0]
         states = self.cell.get_initial_state(batch, initial_state)
         prepared = self.prepare(memory, memory_mask)
+        inputs_mask = _check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
         if inputs_mask is not None:
-            inputs_mask = ops.cast(inputs_mask, "bool")
+            # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
+            # or the gradients.
+            keep = ops.expand_dims(inputs_mask, -1)
+            inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
         run = self._loop if self.input_feeding else self._fast_path
         outputs, weights, states = run(
             inputs, prepared, states, inputs_mask, training, return_attention_scores
@@ -129,13 +134,28 @@ class LuongDecoder(keras.layers.Layer):
         return result[0] if len(result) == 1 else tuple(result)
 
     def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
-        batch = ops.shape(inputs)[0]
+        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        source_length = ops.shape(memory["value"])[1]
+        # Every random draw happens before the loop (a draw inside a compiled JAX loop leaks
+        # its seed's state): the attention's dropout masks for all steps, scanned with the
+        # inputs, and the cell's own (Keras' RNN does the same for its cells).
+        attention_dropout = bool(training) and self.attention.dropout > 0
+        if attention_dropout:
+            inputs = (inputs, self.attention.dropout_mask(batch, steps, source_length))
+        width = (inputs[0] if attention_dropout else inputs).shape[-1]
+        width += self.units if self.input_feeding else 0
+        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
+        predraw_cell_dropout(self.cell.cell, cell_inputs_like, states[:-1], training)
 
-        def step(x_t, states, t):
+        def step(x, states, t):
+            x_t, step_memory = x, memory
+            if attention_dropout:
+                x_t, dropout_mask = x
+                step_memory = {**memory, "dropout_mask": ops.expand_dims(dropout_mask, 1)}
             attentional, new_states, *weights = self.cell(
                 x_t,
                 states,
-                memory,
+                step_memory,
                 step=t,
                 training=training,
                 return_attention_scores=return_attention_scores,
@@ -144,8 +164,9 @@ class LuongDecoder(keras.layers.Layer):
 
         outputs_like = [ops.zeros((batch, self.units), dtype=self.compute_dtype)]
         if return_attention_scores:
-            outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
+            outputs_like.append(ops.zeros((batch, source_length), "float32"))
         (outputs, *weights), states = masked_scan(step, states, inputs, inputs_mask, outputs_like)
+        reset_cell_dropout(self.cell.cell)
         return outputs, (weights[0] if weights else None), states
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
@@ -189,9 +210,11 @@ class LuongDecoder(keras.layers.Layer):
 
         batch = ops.shape(inputs)[0]
         outputs_like = [ops.zeros((batch, self.cell.cell_output_size), dtype=self.compute_dtype)]
+        predraw_cell_dropout(cell, ops.zeros_like(inputs[:, 0]), list(cell_states), training)
         (sequence,), cell_states = masked_scan(
             step, list(cell_states), inputs, inputs_mask, outputs_like
         )
+        reset_cell_dropout(cell)
         return sequence, cell_states
 
     def compute_mask(self, inputs, previous_mask):
@@ -213,6 +236,33 @@ class LuongDecoder(keras.layers.Layer):
         return cls(**deserialize_nested(config))
 
 
+def predraw_cell_dropout(cell, inputs_like, states, training):
+    """Draws a Keras RNN cell's dropout masks (input and recurrent) before a loop, as
+    `keras.layers.RNN` does: the cell caches them and uses the same masks at every step, and
+    no random draw happens inside the loop. `inputs_like` has the shape of the cell's input
+    at one step, `states` are its states, flattened. Recurses into `StackedRNNCells`."""
+    if not training:
+        return
+    if hasattr(cell, "cells"):  # StackedRNNCells: each cell's input is the last one's output
+        nested = keras.tree.pack_sequence_as(cell.state_size, list(states))
+        for sub, sub_states in zip(cell.cells, nested, strict=True):
+            sub_states = keras.tree.flatten(sub_states)
+            predraw_cell_dropout(sub, inputs_like, sub_states, training)
+            size = getattr(sub, "output_size", None) or keras.tree.flatten(sub.state_size)[0]
+            inputs_like = ops.zeros((ops.shape(inputs_like)[0], size), inputs_like.dtype)
+    elif hasattr(cell, "get_dropout_mask") and hasattr(cell, "get_recurrent_dropout_mask"):
+        cell.get_dropout_mask(inputs_like)
+        cell.get_recurrent_dropout_mask(states[0])
+
+
+def reset_cell_dropout(cell):
+    """Forgets the masks `predraw_cell_dropout` cached, so the next sequence draws anew."""
+    for sub in getattr(cell, "cells", [cell]):
+        if hasattr(sub, "reset_dropout_mask"):
+            sub.reset_dropout_mask()
+            sub.reset_recurrent_dropout_mask()
+
+
 def keep_where(keep, new, old):
     """`new` where `keep` (a `(B, 1)` boolean), else `old`, for every tensor of two equal
     structures: padded steps leave the states as they were."""
@@ -221,8 +271,9 @@ def keep_where(keep, new, old):
 
 def masked_scan(step_fn, states, inputs, mask, outputs_like):
     """Runs `step_fn(x_t, states, t) -> (outputs, new_states)` over the time axis of `inputs`
-    `(B, T, E)`, with `t` the step index. Where `mask` `(B, T)` is False, the states stay as
-    they were and the outputs are zeros. `outputs_like` holds one `(B, ...)` zero tensor per
+    `(B, T, E)` (or a tuple of `(B, T, ...)` tensors, sliced alike), with `t` the step
+    index. Where `mask` `(B, T)` is False, the states stay as they were and the outputs are
+    zeros. `outputs_like` holds one `(B, ...)` zero tensor per
     output (its shape and dtype). Returns the outputs stacked to `(B, T, ...)` (a list, only
     those of `outputs_like`) and the final states.
 
@@ -231,7 +282,9 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
     compile; there the same step runs in `ops.while_loop` with `maximum_iterations` set, each
     output written into its own `(T, B, ...)` buffer by `scatter_update` (one row per step;
     the XLA update-slice that `slice_update` becomes has no gradient in TensorFlow)."""
-    xs = ops.transpose(inputs, (1, 0, 2))
+    xs = keras.tree.map_structure(
+        lambda x: ops.transpose(x, (1, 0, *range(2, len(x.shape)))), inputs
+    )
     keeps = None if mask is None else ops.expand_dims(ops.transpose(mask), -1)
 
     def one_step(t, states, x_t, keep):
@@ -255,12 +308,13 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
         (_, states), outputs = ops.scan(body, (ops.convert_to_tensor(0, "int32"), states), scanned)
         return [ops.transpose(o, (1, 0, *range(2, len(o.shape)))) for o in outputs], states
 
-    steps = ops.shape(xs)[0]
+    steps = ops.shape(keras.tree.flatten(xs)[0])[0]
     buffers = [ops.zeros((steps, *ops.shape(o)), dtype=o.dtype) for o in outputs_like]
 
     def loop(t, states, buffers):
         keep = None if keeps is None else ops.take(keeps, t, axis=0)
-        outputs, states = one_step(t, states, ops.take(xs, t, axis=0), keep)
+        x_t = keras.tree.map_structure(lambda x: ops.take(x, t, axis=0), xs)
+        outputs, states = one_step(t, states, x_t, keep)
         row = ops.reshape(t, (1, 1))
         buffers = [
             ops.scatter_update(b, row, ops.expand_dims(o, 0))

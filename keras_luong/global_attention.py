@@ -76,10 +76,12 @@ class GlobalAttention(BaseLuongAttention):
         scores = self.score(query, memory["keys"])
         mask = memory.get("mask")
         weights = self.normalize(scores, None if mask is None else mask[:, None, :])
-        context = self.combine(weights, memory["value"], training=training)
+        context = self.combine(
+            weights, memory["value"], training=training, dropout_mask=memory.get("dropout_mask")
+        )
         return self.attentional_state(context, query), weights, None
 
     def prepare(self, value, value_mask=None):
         memory = super().prepare(value, value_mask)
-        memory["keys"] = self.project_keys(value)
+        memory["keys"] = self.project_keys(memory["value"])
         return memory

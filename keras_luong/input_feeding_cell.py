@@ -107,10 +107,19 @@ class InputFeedingCell(keras.layers.Layer):
                 for size in self.cell_state_size
             ]
         cell_states = keras.tree.flatten(cell_states)
-        if len(cell_states) != len(self.cell_state_size):
+        shapes = [tuple(getattr(state, "shape", ())) for state in cell_states]
+        batch = batch_size if isinstance(batch_size, int) else None
+        if len(cell_states) != len(self.cell_state_size) or any(
+            len(shape) != 2
+            or shape[-1] not in (None, size)
+            or None not in (batch, shape[0])
+            and shape[0] != batch
+            for shape, size in zip(shapes, self.cell_state_size, strict=False)
+        ):
             raise ValueError(
-                f"Expected {len(self.cell_state_size)} cell states of sizes "
-                f"{self.cell_state_size}. Received: {len(cell_states)} states"
+                f"Expected {len(self.cell_state_size)} initial cell states of shapes "
+                f"{[(batch, size) for size in self.cell_state_size]}. "
+                f"Received: states of shapes {shapes}"
             )
         feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
         return [*cell_states, feed]

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from keras_luong.scores import BaseLuongAttention
+from keras_luong.scores import BaseLuongAttention, project
 
 ALIGNMENTS = ("monotonic", "predictive")
 
@@ -26,6 +26,12 @@ class LocalAttention(BaseLuongAttention):
     (`renormalize=True` does). Only the window's `2D + 1` states are gathered and scored, so
     the work per decoding step is O(D), whatever the source length. A window wholly outside
     the source gives a zero context and zero weights.
+
+    Positions count from each source's first valid position, so a source padded on the left
+    (`keras.utils.pad_sequences`' default) is aligned like the same source padded on the
+    right; the positions returned are indices into the padded source. The valid positions are
+    taken to be one run (a masked position inside it still gets zero weight). An empty source
+    (S = 0) gives a zero context, like a source with every position masked.
 
     Args:
         alignment: `"monotonic"` (local-m) or `"predictive"` (local-p, the default).
@@ -169,42 +175,61 @@ class LocalAttention(BaseLuongAttention):
         projected once it is gathered (or, for `"general"`, the query is), so the cost per
         step does not grow with S."""
         memory = super().prepare(value, value_mask)
+        value = memory["value"]
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         if "mask" in memory:
-            memory["lengths"] = ops.sum(ops.cast(memory["mask"], "int32"), axis=1)
-            memory["flat_mask"] = ops.reshape(memory["mask"], (-1,))
+            mask = memory["mask"]
+            memory["lengths"] = ops.sum(ops.cast(mask, "int32"), axis=1)
+            # The first valid position: 0 for right padding, S - S_i for left padding.
+            positions = ops.arange(source_length, dtype="int32")[None, :]
+            memory["starts"] = ops.min(ops.where(mask, positions, source_length), axis=1)
+            memory["flat_mask"] = ops.reshape(mask, (-1,))
         else:
             memory["lengths"] = ops.full((batch,), source_length, dtype="int32")
         memory["flat_value"] = ops.reshape(value, (-1, value.shape[-1]))
         return memory
 
+    def candidates(self, source_length):
+        return 2 * self.window + 1
+
     def _general_score(self, query, keys):
         # `h_t · W_a h̄_s = (h_t W_a^T) · h̄_s`: the query is projected, not the source.
-        return super()._general_score(ops.matmul(query, ops.transpose(self.key_kernel)), keys)
+        return super()._general_score(project(query, ops.transpose(self.key_kernel)), keys)
 
     def _concat_score(self, query, keys):
         # Only the gathered window is projected.
-        return super()._concat_score(query, ops.matmul(keys, self.key_kernel))
+        return super()._concat_score(query, project(keys, self.key_kernel))
 
-    def aligned_positions(self, query, lengths, step=None):
-        """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`."""
+    def aligned_positions(self, query, lengths, step=None, starts=None):
+        """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`;
+        counted from each source's first valid position `starts` `(B,)` (0 if not given)."""
         batch, steps = ops.shape(query)[0], ops.shape(query)[1]
         if self.alignment == "monotonic":
             start = ops.reshape(ops.cast(0 if step is None else step, "float32"), (-1, 1))
-            return ops.broadcast_to(start + ops.arange(steps, dtype="float32"), (batch, steps))
-        hidden = ops.tanh(ops.matmul(query, self.position_kernel))
-        logit = ops.cast(ops.matmul(hidden, self.position_vector), "float32")
-        return ops.expand_dims(lengths - 1.0, -1) * ops.sigmoid(logit)
+            positions = ops.broadcast_to(start + ops.arange(steps, dtype="float32"), (batch, steps))
+        else:
+            hidden = ops.tanh(project(query, self.position_kernel))
+            logit = ops.cast(project(hidden, self.position_vector), "float32")
+            positions = ops.expand_dims(lengths - 1.0, -1) * ops.sigmoid(logit)
+        if starts is None:
+            return positions
+        return positions + ops.expand_dims(ops.cast(starts, "float32"), -1)
 
     def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
-        positions = self.aligned_positions(query, lengths, step)
+        if value.shape[1] == 0:
+            return self._attend_nothing(query, value, return_attention_scores)
+        starts = memory.get("starts")
+        positions = self.aligned_positions(query, lengths, step, starts)
 
-        # The window: (B, T, 2D + 1) source indices, and which of them are real positions.
+        # The window: (B, T, 2D + 1) source indices, and which of them are real positions
+        # (from the first valid position `start` to `start + S_i - 1`).
         offsets = ops.arange(-self.window, self.window + 1, dtype="int32")
         window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
-        inside = ops.logical_and(window >= 0, ops.cast(window, "float32") < lengths[:, None, None])
+        first = 0 if starts is None else ops.reshape(starts, (-1, 1, 1))
+        end = lengths[:, None, None] + ops.cast(first, "float32")
+        inside = ops.logical_and(window >= first, ops.cast(window, "float32") < end)
         index = ops.clip(window, 0, source_length - 1)
         flat_index = index + ops.reshape(
             ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
@@ -221,7 +246,9 @@ class LocalAttention(BaseLuongAttention):
                 total = ops.sum(weights, axis=-1, keepdims=True)
                 weights = weights / ops.where(total > 0, total, ops.ones_like(total))
 
-        context = self.combine(weights, value_window, training=training)
+        context = self.combine(
+            weights, value_window, training=training, dropout_mask=memory.get("dropout_mask")
+        )
         output = self.attentional_state(context, query)
         if not return_attention_scores:
             return output, None, positions
@@ -230,6 +257,14 @@ class LocalAttention(BaseLuongAttention):
             "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
         )
         return output, weights, positions
+
+    def _attend_nothing(self, query, value, return_attention_scores):
+        """An empty source (S = 0): a zero context, like a source whose every position is
+        masked; no weights, no positions to gather from."""
+        batch, steps = ops.shape(query)[0], ops.shape(query)[1]
+        context = ops.zeros((batch, steps, value.shape[-1]), dtype=query.dtype)
+        weights = ops.zeros((batch, steps, 0), "float32") if return_attention_scores else None
+        return self.attentional_state(context, query), weights, ops.zeros((batch, steps))
 
     def call(
         self,

@@ -156,23 +156,30 @@ class BaseLuongAttention(keras.layers.Layer):
                 "or build it with layer.build(query_shape, value_shape), first. "
                 f"Received: value.shape={tuple(value.shape)}"
             )
+        _check_floating("value", value)
         self._check_source_length(value.shape[1])
-        memory = {"value": value}
         mask = _check_mask("value_mask", value_mask, value.shape[:2])
-        if mask is not None:
-            memory["mask"] = mask
-        return memory
+        if mask is None:
+            return {"value": value}
+        # Whatever a padded position holds (even NaN or inf) must not reach the output or the
+        # gradient: a weight of zero times NaN is NaN, so the states themselves are zeroed.
+        value = ops.where(ops.expand_dims(mask, -1), value, ops.zeros_like(value))
+        return {"value": value, "mask": mask}
 
     def project_keys(self, value):
         """`W_a h̄_s` for `"general"`, `W_k h̄_s` for `"concat"`; the states themselves for
         `"dot"` (and, unused, `"location"`)."""
-        return value if self.key_kernel is None else ops.matmul(value, self.key_kernel)
+        return value if self.key_kernel is None else project(value, self.key_kernel)
 
     # -- the pieces subclasses put together -------------------------------------------------
 
     def score(self, query, keys):
         """Scores `query` `(B, T, d_q)` against `keys`: `(B, S, d_k)`, shared by all steps, gives
         `(B, T, S)`; `(B, T, W, d_k)`, a window per step, gives `(B, T, W)`."""
+        if keras.backend.standardize_dtype(query.dtype) == "float16":
+            # A dot product of float16 states overflows float16's range (65504) long before
+            # the float32 softmax: score in float32.
+            query, keys = ops.cast(query, "float32"), ops.cast(keys, "float32")
         scores = getattr(self, f"_{self.score_mode}_score")(query, keys)
         if self.scale is not None:
             scores = scores * ops.cast(self.scale, scores.dtype)
@@ -188,12 +195,12 @@ class BaseLuongAttention(keras.layers.Layer):
         return self._dot_score(query, keys)
 
     def _concat_score(self, query, keys):
-        hidden = ops.expand_dims(ops.matmul(query, self.query_kernel), axis=2)
+        hidden = ops.expand_dims(project(query, self.query_kernel), axis=2)
         keys = keys if len(keys.shape) == 4 else ops.expand_dims(keys, axis=1)
-        return ops.matmul(ops.tanh(hidden + keys), self.score_kernel)
+        return project(ops.tanh(hidden + keys), self.score_kernel)
 
     def _location_score(self, query, keys):
-        return ops.matmul(query, self.location_kernel)[..., : ops.shape(keys)[1]]
+        return project(query, self.location_kernel)[..., : ops.shape(keys)[1]]
 
     def normalize(self, scores, mask=None):
         """Softmax over the last axis, restricted to `mask`; computed in float32 when the
@@ -210,12 +217,17 @@ class BaseLuongAttention(keras.layers.Layer):
             weights = ops.softmax(scores, axis=-1)
         return weights if mask is None else weights * ops.cast(mask, weights.dtype)
 
-    def combine(self, weights, value, training=None):
+    def combine(self, weights, value, training=None, dropout_mask=None):
         """Applies attention dropout and returns the weighted sum of `value`: `(B, T, S)` weights
-        with `(B, S, d)` values, or `(B, T, W)` weights with `(B, T, W, d)` windows."""
+        with `(B, S, d)` values, or `(B, T, W)` weights with `(B, T, W, d)` windows.
+        `dropout_mask`, from `dropout_mask()`, replaces the random draw (a loop draws the
+        masks of all its steps before it starts, as Keras' RNN does for its cells)."""
         weights = ops.cast(weights, value.dtype)
         if training and self.dropout > 0:
-            weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+            if dropout_mask is None:
+                weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+            else:
+                weights = weights * ops.cast(dropout_mask, weights.dtype)
         if len(value.shape) == 4:
             return ops.einsum("btw,btwd->btd", weights, value)
         return ops.matmul(weights, value)
@@ -225,14 +237,29 @@ class BaseLuongAttention(keras.layers.Layer):
         if not self.attentional_units:
             return context
         return ops.tanh(
-            ops.matmul(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
+            project(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
         )
 
     def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
         """Attends a query `(B, T, d_q)` to a prepared memory. Returns `(output, weights,
         positions)`: the output `(B, T, d)`, the weights `(B, T, S)` (only when asked for,
-        else `None`) and the aligned positions `(B, T)` (`None` where the layer has none)."""
+        else `None`) and the aligned positions `(B, T)` (`None` where the layer has none).
+        A memory may hold a `"dropout_mask"` `(B, T, W)` drawn by `dropout_mask()`."""
         raise NotImplementedError
+
+    def candidates(self, source_length):
+        """How many source positions one query step scores: `S` here, the window's `2D + 1`
+        in local attention."""
+        return source_length
+
+    def dropout_mask(self, batch_size, steps, source_length):
+        """Attention dropout drawn ahead for `steps` query steps: `(batch_size, steps, W)`
+        of 0 and `1 / (1 - dropout)`, `W = candidates(source_length)`. A loop (the decoder)
+        draws it before it starts and hands step `t`'s slice to the layer in the memory
+        (`memory["dropout_mask"]`): a random draw inside a compiled JAX loop would leak its
+        seed's state out of the loop."""
+        shape = (batch_size, steps, self.candidates(source_length))
+        return keras.random.dropout(ops.ones(shape), self.dropout, seed=self.seed_generator)
 
     # -- the call -----------------------------------------------------------------------------
 
@@ -265,25 +292,59 @@ class BaseLuongAttention(keras.layers.Layer):
                 )
             memory = self.prepare(value, value_mask)
         _check_rank("query", query.shape, (2, 3))
+        _check_floating("query", query)
+        _check_batch(query.shape[0], memory["value"].shape[0])
         one_step = len(query.shape) == 2
         if one_step:
             query = ops.expand_dims(query, axis=1)
             if query_mask is not None:
                 query_mask = ops.expand_dims(_as_bool(query_mask), axis=1)
         query_mask = _check_mask("query_mask", query_mask, query.shape[:2])
+        if query_mask is not None:
+            # Masked steps are computed from zeros, so that nothing they hold (NaN included)
+            # reaches the outputs or the gradients.
+            keep = ops.expand_dims(query_mask, -1)
+            query = ops.where(keep, query, ops.zeros_like(query))
         output, weights, positions = self.attend(
             query, memory, step=step, training=training, return_attention_scores=return_weights
         )
         if query_mask is not None:
-            keep = ops.expand_dims(query_mask, -1)
-            output = output * ops.cast(keep, output.dtype)
+            output = ops.where(keep, output, ops.zeros_like(output))
             if weights is not None:
-                weights = weights * ops.cast(keep, weights.dtype)
+                weights = ops.where(keep, weights, ops.zeros_like(weights))
         if one_step:
             output = ops.squeeze(output, axis=1)
             weights = None if weights is None else ops.squeeze(weights, axis=1)
             positions = None if positions is None else ops.squeeze(positions, axis=1)
         return output, weights, positions
+
+    def compute_output_shape(self, query_shape, value_shape):
+        """The output's shape: the query's, with the last axis the size of `c_t` (the
+        value's) or of `h̃_t` (`attentional_units`)."""
+        return (*query_shape[:-1], self.attentional_units or value_shape[-1])
+
+    def compute_output_spec(
+        self,
+        query,
+        value=None,
+        query_mask=None,
+        value_mask=None,
+        memory=None,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        **kwargs,
+    ):
+        value_shape = (memory["value"] if value is None else value).shape
+        output = keras.KerasTensor(
+            self.compute_output_shape(query.shape, value_shape), dtype=self.compute_dtype
+        )
+        outputs = [output]
+        if return_attention_scores:
+            outputs.append(keras.KerasTensor((*query.shape[:-1], value_shape[1]), "float32"))
+        if kwargs.get("return_positions"):
+            outputs.append(keras.KerasTensor(tuple(query.shape[:-1]), "float32"))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _check_source_length(self, source_length):
         if (
@@ -315,6 +376,16 @@ class BaseLuongAttention(keras.layers.Layer):
         return config
 
 
+def project(x, kernel):
+    """`x @ kernel` over the last axis of `x` (a kernel of rank 2, or 1 for a dot product).
+    An einsum, not `ops.matmul`: on TensorFlow a matmul of rank 3 by rank 2 is a `tensordot`,
+    whose gradient inside a loop does not compile with XLA (its transpose permutation is
+    carried from the forward loop and is no longer a constant)."""
+    if len(kernel.shape) == 1:
+        return ops.einsum("...i,i->...", x, kernel)
+    return ops.einsum("...i,ij->...j", x, kernel)
+
+
 def _check_positive_int_or_none(name, value):
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(
@@ -329,6 +400,23 @@ def _check_rank(name, shape, ranks):
         raise ValueError(
             f"Invalid {name}: expected a tensor of rank {expected}. "
             f"Received: {name}.shape={tuple(shape)} (rank {len(shape)})"
+        )
+
+
+def _check_floating(name, tensor):
+    dtype = keras.backend.standardize_dtype(tensor.dtype)
+    if "float" not in dtype:
+        raise TypeError(
+            f"Invalid {name}: expected floating-point states (cast integer ids through an "
+            f"Embedding first). Received: {name}.dtype={dtype}"
+        )
+
+
+def _check_batch(query_batch, value_batch):
+    if query_batch is not None and value_batch is not None and query_batch != value_batch:
+        raise ValueError(
+            "The query and the value must have the same batch size. "
+            f"Received: query batch size {query_batch}, value batch size {value_batch}"
         )
 
 

@@ -1,6 +1,7 @@
 import numbers
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_luong.decoder import LuongDecoder
@@ -38,6 +39,7 @@ class LuongSeq2Seq(keras.Model):
         bidirectional: A biLSTM encoder (else a forward LSTM). Defaults to `True`.
         decoder_layers: Number of stacked LSTM layers in the decoder. Defaults to 1.
         dropout: Dropout on the embeddings and `h̃` during training. Defaults to 0.
+        attention_dropout: Dropout on the attention weights during training. Defaults to 0.
         start_token: The id that starts every target. Defaults to 1.
         end_token: The id that ends every target. Defaults to 2.
         **kwargs: Base model keyword arguments.
@@ -61,11 +63,31 @@ class LuongSeq2Seq(keras.Model):
         bidirectional=True,
         decoder_layers=1,
         dropout=0.0,
+        attention_dropout=0.0,
         start_token=1,
         end_token=2,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        for name, value in (
+            ("source_vocabulary_size", source_vocabulary_size),
+            ("target_vocabulary_size", target_vocabulary_size),
+            ("units", units),
+            ("embedding_dim", embedding_dim),
+            ("decoder_layers", decoder_layers),
+        ):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(
+                    f"Invalid value for argument {name}. Expected a positive integer. "
+                    f"Received: {name}={value!r}"
+                )
+        for name, value in (("start_token", start_token), ("end_token", end_token)):
+            if not isinstance(value, numbers.Integral) or not 0 < value < target_vocabulary_size:
+                raise ValueError(
+                    f"Invalid value for argument {name}. Expected a target id in "
+                    f"[1, target_vocabulary_size={target_vocabulary_size}). "
+                    f"Received: {name}={value!r}"
+                )
         if alignment not in ALIGNMENTS:
             raise ValueError(
                 f"Invalid value for argument alignment. Expected one of {ALIGNMENTS}. "
@@ -88,6 +110,7 @@ class LuongSeq2Seq(keras.Model):
         self.bidirectional = bidirectional
         self.decoder_layers = decoder_layers
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.start_token = start_token
         self.end_token = end_token
         # One generator per decoding setting (see `generator`).
@@ -125,6 +148,7 @@ class LuongSeq2Seq(keras.Model):
                 score_mode=score_mode,
                 attentional_units=units,
                 max_source_length=max_source_length,
+                dropout=attention_dropout,
                 dtype=dtype,
                 name="attention",
             )
@@ -134,6 +158,7 @@ class LuongSeq2Seq(keras.Model):
                 window=window,
                 score_mode=score_mode,
                 attentional_units=units,
+                dropout=attention_dropout,
                 dtype=dtype,
                 name="attention",
             )
@@ -229,6 +254,7 @@ class LuongSeq2Seq(keras.Model):
                 after the end token: the decoder re-run over its own output, which gives the
                 decoding steps' weights exactly (step decoding equals teacher forcing).
         """
+        source = check_token_ids("source", source, self.source_vocabulary_size, rank=2)
         generator = self.generator(
             max_length,
             sampler,
@@ -259,6 +285,21 @@ class LuongSeq2Seq(keras.Model):
         `source_vocabulary.encode_batch(texts)` makes the ids (unseen symbols become the OOV
         id), `target_vocabulary.decode(ids)` reads the generated ones up to the end token.
         With `return_all_beams=True`, each text gives its n-best list of `(string, score)`."""
+        if isinstance(texts, (str, bytes)):
+            raise ValueError(
+                "Invalid value for argument texts. Expected a list of strings (wrap a single "
+                f"text in a list). Received: texts={texts!r}"
+            )
+        for side, vocabulary, size in (
+            ("source", source_vocabulary, self.source_vocabulary_size),
+            ("target", target_vocabulary, self.target_vocabulary_size),
+        ):
+            if len(vocabulary) != size:
+                raise ValueError(
+                    f"The {side} vocabulary does not match the model: it has {len(vocabulary)} "
+                    f"ids, the model's {side}_vocabulary_size is {size}. Received: "
+                    f"{side}_vocabulary of size {len(vocabulary)}"
+                )
         source = source_vocabulary.encode_batch(texts)
         generated = self.generate(source, max_length, sampler=sampler, **kwargs)
         if isinstance(generated, tuple):
@@ -269,6 +310,32 @@ class LuongSeq2Seq(keras.Model):
                 for row, row_scores in zip(ids, scores, strict=True)
             ]
         return [target_vocabulary.decode(ids) for ids in generated]
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.fit`; token ids given as arrays are checked first (see
+        `check_token_ids`): out-of-range ids would give NaN on JAX and a backend error
+        elsewhere. A `tf.data.Dataset` or generator is passed through unchecked."""
+        self._check_data(x, y)
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with the token-id checks of `fit`."""
+        self._check_data(x, y)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """`keras.Model.predict`, with the token-id checks of `fit`."""
+        self._check_data(x, None)
+        return super().predict(x, *args, **kwargs)
+
+    def _check_data(self, x, y):
+        if isinstance(x, dict):
+            x = (x.get("source"), x.get("target_in"))
+        if isinstance(x, (tuple, list)) and len(x) == 2:
+            source, target_in = x
+            check_token_ids("source", source, self.source_vocabulary_size, rank=2)
+            check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
+        check_token_ids("y", y, self.target_vocabulary_size, rank=2)
 
     def generator(
         self,
@@ -289,6 +356,9 @@ class LuongSeq2Seq(keras.Model):
                 f"Received: max_length={max_length!r}"
             )
         max_length = int(max_length)
+        if not self.built:  # decoding an untrained model is valid (if useless): build it
+            ones = ops.ones((1, 1), "int32")
+            self((ones, ones))
         if stop_token_ids == "auto":
             stop_token_ids = (self.end_token,)
         stop_token_ids = tuple(int(i) for i in stop_token_ids or ())
@@ -335,6 +405,7 @@ class LuongSeq2Seq(keras.Model):
                 "bidirectional": self.bidirectional,
                 "decoder_layers": self.decoder_layers,
                 "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
                 "start_token": self.start_token,
                 "end_token": self.end_token,
             }
@@ -443,6 +514,41 @@ def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_bea
         "Invalid value for argument sampler. Expected 'greedy', 'beam' or a "
         f"keras_hub.samplers.Sampler. Received: sampler={sampler!r}"
     )
+
+
+def check_token_ids(name, ids, vocabulary_size, rank=None):
+    """Checks concrete token ids and returns them as an int32 array: integers in
+    `[0, vocabulary_size)`, of the given rank. Anything that is not an array (a
+    `tf.data.Dataset`, a generator, a symbolic tensor, `None`) is returned unchecked."""
+    if ids is None or not hasattr(ids, "shape") or not hasattr(ids, "dtype"):
+        return ids
+    if isinstance(ids, keras.KerasTensor):
+        return ids
+    try:
+        array = np.asarray(ops.convert_to_numpy(ids))
+    except Exception:  # a traced tensor: its values are not known here
+        return ids
+    if rank is not None and array.ndim != rank:
+        raise ValueError(
+            f"Invalid {name}: expected token ids of rank {rank}, (batch_size, length). "
+            f"Received: {name}.shape={array.shape}"
+        )
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+            raise ValueError(
+                f"Invalid {name}: expected integer token ids. Received: {name} of dtype "
+                f"{array.dtype} holding non-integer values"
+            )
+    elif array.dtype.kind not in "iub":
+        raise ValueError(
+            f"Invalid {name}: expected integer token ids. Received: {name}.dtype={array.dtype}"
+        )
+    if array.size and (array.min() < 0 or array.max() >= vocabulary_size):
+        raise ValueError(
+            f"Invalid {name}: token ids must be in [0, {vocabulary_size}) (0 is padding). "
+            f"Received: ids from {array.min()} to {array.max()}"
+        )
+    return array.astype("int32")
 
 
 def _unpack(inputs):

@@ -69,10 +69,17 @@ class Vocabulary:
         return ids[:length] + [self.PAD] * (length - len(ids))
 
     def encode_batch(self, texts, length=None, start=False, end=False):
-        """`(len(texts), length)` int32 ids, padded with 0 (`length` defaults to the longest)."""
+        """`(len(texts), length)` int32 ids, padded with 0 (`length` defaults to the longest,
+        and is at least 1: an empty text is a row of padding, which a model reads as an
+        empty source)."""
+        if isinstance(texts, (str, bytes)):
+            raise ValueError(
+                "Invalid value for argument texts. Expected a list of strings (wrap a single "
+                f"text in a list). Received: texts={texts!r}"
+            )
         rows = [self.encode(t, start=start, end=end) for t in texts]
         if length is None:
-            length = max((len(r) for r in rows), default=0)
+            length = max((len(r) for r in rows), default=1) or 1
         array = np.zeros((len(rows), length), "int32")
         for i, row in enumerate(rows):
             row = row[:length]
@@ -88,6 +95,10 @@ class Vocabulary:
                 break
             if i == self.OOV:
                 symbols.append(self.oov_token)
+            elif i >= len(self) or i < 0:
+                raise ValueError(
+                    f"Invalid ids: this vocabulary has ids 0 to {len(self) - 1}. Received: id {i}"
+                )
             elif i >= self.RESERVED:
                 symbols.append(self.symbols[i - self.RESERVED])
         return ("" if self.split == "characters" else " ").join(symbols)

@@ -86,7 +86,7 @@ def test_invalid_arguments(kwargs, message):
 
 def test_wrong_number_of_initial_states():
     cell = InputFeedingCell(keras.layers.LSTMCell(H), GlobalAttention(attentional_units=U))
-    with pytest.raises(ValueError, match="Expected 2 cell states"):
+    with pytest.raises(ValueError, match="Expected 2 initial cell states"):
         cell.get_initial_state(B, [random((B, H))])
 
 

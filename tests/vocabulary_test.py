@@ -43,3 +43,10 @@ def test_saved_beside_a_model_as_json(tmp_path):
 def test_invalid_split():
     with pytest.raises(ValueError, match="split='words'"):
         Vocabulary("abc", split="words")
+
+
+def test_decode_refuses_an_id_it_does_not_have():
+    vocabulary = Vocabulary.from_corpus(["ab"])  # ids 0-5
+    assert vocabulary.decode([4, 5, 2, 9]) == "ab"  # nothing is read after the end id
+    with pytest.raises(ValueError, match="ids 0 to 5. Received: id 6"):
+        vocabulary.decode([4, 6])
