@@ -218,7 +218,7 @@ class LocalAttention(BaseLuongAttention):
     def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
-        if value.shape[1] == 0:
+        if value.shape[0] == 0 or value.shape[1] == 0:
             return self._attend_nothing(query, value, return_attention_scores)
         starts = memory.get("starts")
         positions = self.aligned_positions(query, lengths, step, starts)
@@ -259,11 +259,13 @@ class LocalAttention(BaseLuongAttention):
         return output, weights, positions
 
     def _attend_nothing(self, query, value, return_attention_scores):
-        """An empty source (S = 0): a zero context, like a source whose every position is
-        masked; no weights, no positions to gather from."""
+        """An empty source (S = 0) or batch (B = 0): nothing to gather from. A zero context,
+        like a source whose every position is masked, and zero weights."""
         batch, steps = ops.shape(query)[0], ops.shape(query)[1]
         context = ops.zeros((batch, steps, value.shape[-1]), dtype=query.dtype)
-        weights = ops.zeros((batch, steps, 0), "float32") if return_attention_scores else None
+        weights = None
+        if return_attention_scores:
+            weights = ops.zeros((batch, steps, value.shape[1]), "float32")
         return self.attentional_state(context, query), weights, ops.zeros((batch, steps))
 
     def call(

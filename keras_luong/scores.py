@@ -381,6 +381,7 @@ def project(x, kernel):
     An einsum, not `ops.matmul`: on TensorFlow a matmul of rank 3 by rank 2 is a `tensordot`,
     whose gradient inside a loop does not compile with XLA (its transpose permutation is
     carried from the forward loop and is no longer a constant)."""
+    kernel = ops.cast(kernel, x.dtype)  # float32 where float16 scores are computed in float32
     if len(kernel.shape) == 1:
         return ops.einsum("...i,i->...", x, kernel)
     return ops.einsum("...i,ij->...j", x, kernel)

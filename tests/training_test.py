@@ -67,6 +67,8 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
 
     backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
     interrupted = _dates_model(3)
+    # BackupAndRestore wants a built model (Keras raises a clear ValueError on TensorFlow).
+    interrupted((X[0][:1], X[1][:1]))
     try:
         interrupted.fit(X, Y, callbacks=[backup, _Interrupt(1)], **fit)
     except RuntimeError:
@@ -75,12 +77,12 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
         raise AssertionError("the run was not interrupted")
     halfway = [to_numpy(w) for w in interrupted.weights]
     resumed = _dates_model(4)  # another initialisation: the backup must replace it
+    resumed((X[0][:1], X[1][:1]))
     history = resumed.fit(X, Y, callbacks=[backup], **fit)
     assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
     for got, expected in zip(resumed.weights, uninterrupted.weights, strict=True):
         np.testing.assert_allclose(to_numpy(got), to_numpy(expected), atol=1e-6, rtol=1e-6)
     # The run really was cut short: halfway weights differ from the final ones.
     assert any(
-        not np.allclose(h, to_numpy(w))
-        for h, w in zip(halfway, uninterrupted.weights, strict=True)
+        not np.allclose(h, to_numpy(w)) for h, w in zip(halfway, uninterrupted.weights, strict=True)
     )

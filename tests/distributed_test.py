@@ -1,0 +1,54 @@
+"""Data-parallel training equals one device: JAX `keras.distribution.DataParallel` over 4
+virtual CPU devices, TensorFlow `MirroredStrategy` over 2 logical CPU devices, torch
+`DistributedDataParallel` over 2 CPU processes (gloo). Each runs in a subprocess
+(`tests/distributed_step.py`): the device count is fixed when the engine starts."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_case import BACKEND
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_step(engine, **env):
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.distributed_step", engine],
+        cwd=ROOT,
+        env={**os.environ, "KERAS_BACKEND": engine, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def assert_equal_to_one_device(rows, replicas):
+    assert [row["alignment"] for row in rows] == ["global", "predictive"]
+    for row in rows:
+        assert row["replicas"] == replicas
+        single, distributed = row["loss"]
+        assert distributed == pytest.approx(single, rel=1e-6, abs=1e-6)
+        assert row["max_weight_diff"] < 1e-6
+        assert row["same_ids"]
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="keras.distribution runs on JAX")
+def test_jax_data_parallel_over_4_devices_equals_one_device():
+    rows = run_step("jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    assert_equal_to_one_device(rows, replicas=4)
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.distribute runs on TensorFlow")
+def test_tensorflow_mirrored_strategy_over_2_devices_equals_one_device():
+    assert_equal_to_one_device(run_step("tensorflow"), replicas=2)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="DistributedDataParallel is torch's")
+def test_torch_distributed_data_parallel_over_2_processes_equals_one_process():
+    assert_equal_to_one_device(run_step("torch"), replicas=2)
