@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test demo results g2p clean
+.PHONY: install lint format test demo results g2p g2p-variants clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,22 @@ results: install
 G2P_ARGS ?=
 g2p: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_ARGS)
+
+# docs/g2p.md's variant table: five variants at one equal budget of epochs (about an hour and
+# a quarter on this project's 2-core CPU; not part of CI), then the table of their results.
+G2P_VARIANT_ARGS ?= --epochs 3 --length-penalties 0.5
+G2P_VARIANTS := global-general=--score-mode=general \
+	global-dot=--score-mode=dot \
+	local-m-general=--alignment=monotonic \
+	local-p-general=--alignment=predictive \
+	global-general-no-feeding=--no-input-feeding
+g2p-variants: install
+	set -e; for variant in $(G2P_VARIANTS); do \
+		name=$${variant%%=*}; \
+		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_VARIANT_ARGS) \
+			$${variant#*=} --output-dir g2p_output/variants/$$name; \
+	done
+	$(PY) benchmarks/g2p_table.py g2p_output/variants
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache
