@@ -13,6 +13,8 @@ def test_readme_example_runs_as_written(capsys):
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)
     printed = capsys.readouterr().out
+    # The install section's example learns its five pairs.
+    assert "['2', '12']\n['4']" in printed
     assert "(2, 16) (2, 7)" in printed
     assert "(2, 5, 16) (2, 5, 9)" in printed
     assert "(3, 4, 6) (3, 4)" in printed
