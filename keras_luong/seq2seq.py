@@ -335,7 +335,7 @@ class LuongSeq2Seq(keras.Model):
             source, target_in = x
             check_token_ids("source", source, self.source_vocabulary_size, rank=2)
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
-        check_token_ids("y", y, self.target_vocabulary_size, rank=2)
+        check_token_ids("y", y, self.target_vocabulary_size)  # (B, T) or (B, T, 1)
 
     def generator(
         self,
