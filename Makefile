@@ -5,8 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
-# Two workers (this machine has 2 cores): the suite takes about 60% of its serial time.
-PYTEST_ARGS ?= -n 2 --durations=10
+# Serial: the distributed tests start processes of their own (torch's DDP crashed once with a
+# second xdist worker beside it). `make test PYTEST_ARGS="-n 2"` takes about 70% of the time.
+PYTEST_ARGS ?= --durations=10
 
 # Caches go somewhere disposable, never to ~/.keras or ~/.config.
 export TF_CPP_MIN_LOG_LEVEL ?= 2

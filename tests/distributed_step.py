@@ -143,6 +143,7 @@ def _torch_worker(rank, alignment, port, path):
         ids = model.generate(source, 4)  # the whole batch, by the trained replica
         arrays = {f"weight_{i}": w for i, w in enumerate(weights)}
         np.savez(path, loss=np.mean(losses), ids=ids, **arrays)
+    dist.barrier()  # both ranks leave together: no gloo thread torn down under the other
     dist.destroy_process_group()
 
 
