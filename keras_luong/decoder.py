@@ -139,13 +139,12 @@ class LuongDecoder(keras.layers.Layer):
         # Every random draw happens before the loop (a draw inside a compiled JAX loop leaks
         # its seed's state): the attention's dropout masks for all steps, scanned with the
         # inputs, and the cell's own (Keras' RNN does the same for its cells).
+        width = inputs.shape[-1] + (self.units if self.input_feeding else 0)
+        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
+        predraw_cell_dropout(self.cell.cell, cell_inputs_like, states[:-1], training)
         attention_dropout = bool(training) and self.attention.dropout > 0
         if attention_dropout:
             inputs = (inputs, self.attention.dropout_mask(batch, steps, source_length))
-        width = (inputs[0] if attention_dropout else inputs).shape[-1]
-        width += self.units if self.input_feeding else 0
-        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
-        predraw_cell_dropout(self.cell.cell, cell_inputs_like, states[:-1], training)
 
         def step(x, states, t):
             x_t, step_memory = x, memory

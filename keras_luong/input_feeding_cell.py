@@ -109,12 +109,16 @@ class InputFeedingCell(keras.layers.Layer):
         cell_states = keras.tree.flatten(cell_states)
         shapes = [tuple(getattr(state, "shape", ())) for state in cell_states]
         batch = batch_size if isinstance(batch_size, int) else None
-        if len(cell_states) != len(self.cell_state_size) or any(
-            len(shape) != 2
-            or shape[-1] not in (None, size)
-            or None not in (batch, shape[0])
-            and shape[0] != batch
-            for shape, size in zip(shapes, self.cell_state_size, strict=False)
+
+        def fits(shape, size):  # (batch, size), either unknown in a symbolic call
+            return (
+                len(shape) == 2
+                and shape[-1] in (None, size)
+                and shape[0] in (None, batch if batch is not None else shape[0])
+            )
+
+        if len(cell_states) != len(self.cell_state_size) or not all(
+            fits(shape, size) for shape, size in zip(shapes, self.cell_state_size, strict=False)
         ):
             raise ValueError(
                 f"Expected {len(self.cell_state_size)} initial cell states of shapes "

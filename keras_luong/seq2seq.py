@@ -285,11 +285,6 @@ class LuongSeq2Seq(keras.Model):
         `source_vocabulary.encode_batch(texts)` makes the ids (unseen symbols become the OOV
         id), `target_vocabulary.decode(ids)` reads the generated ones up to the end token.
         With `return_all_beams=True`, each text gives its n-best list of `(string, score)`."""
-        if isinstance(texts, (str, bytes)):
-            raise ValueError(
-                "Invalid value for argument texts. Expected a list of strings (wrap a single "
-                f"text in a list). Received: texts={texts!r}"
-            )
         for side, vocabulary, size in (
             ("source", source_vocabulary, self.source_vocabulary_size),
             ("target", target_vocabulary, self.target_vocabulary_size),
@@ -300,7 +295,7 @@ class LuongSeq2Seq(keras.Model):
                     f"ids, the model's {side}_vocabulary_size is {size}. Received: "
                     f"{side}_vocabulary of size {len(vocabulary)}"
                 )
-        source = source_vocabulary.encode_batch(texts)
+        source = source_vocabulary.encode_batch(texts)  # refuses a bare string
         generated = self.generate(source, max_length, sampler=sampler, **kwargs)
         if isinstance(generated, tuple):
             ids, scores = generated
