@@ -17,7 +17,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test demo results g2p g2p-variants clean
+.PHONY: install lint format test readme-venv docs notebooks demo results g2p g2p-variants clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,17 @@ test: lint
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
 	echo "all backends passed: $(BACKENDS)"
+	$(MAKE) --no-print-directory readme-venv
+
+# The README's install line and code in a new virtual environment holding only
+# keras-luong[jax] (built from this checkout) and what it requires: no TensorFlow, torch,
+# keras-hub or matplotlib (tests/readme_test.py checks that they are absent).
+FRESH_VENV := $(CURDIR)/.cache/fresh-venv
+readme-venv:
+	rm -rf $(FRESH_VENV)
+	$(PYTHON) -m venv $(FRESH_VENV)
+	$(FRESH_VENV)/bin/pip install -q ".[jax]"
+	KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
 
 # The main job. Backend: $KERAS_BACKEND if set, else jax.
 demo: install

@@ -4,6 +4,7 @@ from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.local_attention import LocalAttention
+from keras_luong.samplers import BeamSearchSampler, GreedySampler
 from keras_luong.scores import BaseLuongAttention
 from keras_luong.seq2seq import LuongSeq2Seq
 
@@ -13,18 +14,9 @@ __all__ = [
     "BaseLuongAttention",
     "BeamSearchSampler",
     "GlobalAttention",
+    "GreedySampler",
     "InputFeedingCell",
     "LocalAttention",
     "LuongDecoder",
     "LuongSeq2Seq",
 ]
-
-
-def __getattr__(name):
-    # The sampler subclasses keras-hub's, an optional dependency: imported on first use, so
-    # that the layers import without it (keras_luong.samplers names the extra to install).
-    if name == "BeamSearchSampler":
-        from keras_luong.samplers import BeamSearchSampler
-
-        return BeamSearchSampler
-    raise AttributeError(f"module 'keras_luong' has no attribute {name!r}")

@@ -29,6 +29,8 @@ class GlobalAttention(BaseLuongAttention):
         max_source_length: Required by `"location"`: the longest source it scores.
         attentional_units: If set, return `h̃_t = tanh(W_c [c_t; h_t])` with this many units
             instead of the context `c_t`.
+        attentional_activation: The activation of `h̃_t`. Defaults to `"tanh"` (the paper's);
+            `None` is tensorflow-addons' linear attention layer.
         dropout: Fraction of the attention weights to drop during training.
         seed: Python integer seed of the dropout.
         kernel_initializer: Initializer of the kernels. Defaults to `"glorot_uniform"`.

@@ -1,24 +1,114 @@
-"""Beam search in keras-hub's `Sampler` API that finishes sentences."""
+"""Greedy and beam search decoding in keras-hub's `Sampler` call convention, in `keras.ops`
+only (keras-hub is not needed; its samplers are accepted too)."""
 
 import numbers
 
 import keras
 from keras import ops, tree
 
-try:
-    import keras_hub
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "keras_luong's decoding runs on keras-hub's samplers: "
-        "pip install 'keras-luong[hub]' (or pip install keras-hub)."
-    ) from error
-
 # A log-probability no hypothesis can reach: finite, so sums and divisions stay finite.
 _IMPOSSIBLE = -1e9
 
 
+class Sampler:
+    """The base of keras-luong's samplers: a loop that fills a `prompt` from `index` on, one
+    position per call of `next`, until every row has emitted one of `stop_token_ids` or the
+    prompt is full.
+
+    The call convention is keras-hub's (`keras_hub.samplers.Sampler`), so the two kinds are
+    interchangeable in `LuongSeq2Seq.generate`:
+
+    ```
+    sampler(next, prompt, cache=None, index=0, mask=None, stop_token_ids=None)
+    next(prompt, cache, index) -> (logits, hidden_states, cache)
+    ```
+
+    Subclasses override `get_next_token(probabilities)` (greedy, sampling) or the whole
+    `__call__` (beam search).
+
+    Args:
+        temperature: Divides the logits before the softmax. Defaults to 1.
+    """
+
+    def __init__(self, temperature=1.0):
+        if not temperature > 0:
+            raise ValueError(
+                "Invalid value for argument temperature. Expected a number > 0. "
+                f"Received: temperature={temperature!r}"
+            )
+        self.temperature = float(temperature)
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        mask=None,
+        stop_token_ids=None,
+        hidden_states=None,
+        model=None,
+    ):
+        index = ops.cast(index, "int32")
+        mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
+        cache = () if cache is None else cache
+        stop_token_ids = tuple(stop_token_ids or ())
+
+        def cond(prompt, cache, index, mask):
+            if not stop_token_ids:
+                return ops.convert_to_tensor(True)
+            ended = ops.logical_and(_is_any(prompt, stop_token_ids), ops.logical_not(mask))
+            return ops.logical_not(ops.all(ops.any(ended, axis=-1)))
+
+        def body(prompt, cache, index, mask):
+            logits, _, cache = next(prompt, cache, index)
+            token = self.get_next_token(self.compute_probabilities(logits))
+            token = ops.cast(token, prompt.dtype)
+            token = ops.where(mask[:, index], prompt[:, index], token)
+            prompt = ops.slice_update(prompt, [0, index], token[:, None])
+            return prompt, cache, index + 1, mask
+
+        prompt, *_ = ops.while_loop(
+            cond,
+            body,
+            (prompt, cache, index, mask),
+            maximum_iterations=ops.shape(prompt)[1] - index,
+        )
+        return prompt
+
+    def compute_probabilities(self, logits):
+        """The softmax of `logits / temperature`, in float32 whatever the policy."""
+        return ops.softmax(ops.cast(logits, "float32") / self.temperature, axis=-1)
+
+    def get_next_token(self, probabilities):
+        """The next token of each row from its probabilities `(batch, vocabulary)`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_next_token")
+
+    def get_config(self):
+        return {"temperature": self.temperature}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="keras_luong")
-class BeamSearchSampler(keras_hub.samplers.BeamSampler):
+class GreedySampler(Sampler):
+    """Greedy decoding: the most probable token at every step.
+
+    Example:
+
+    ```python
+    ids = model.generate(source, max_length=30, sampler=keras_luong.GreedySampler())
+    ```
+    """
+
+    def get_next_token(self, probabilities):
+        return ops.argmax(probabilities, axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class BeamSearchSampler(Sampler):
     """Beam search with end tokens, a length penalty and the n best hypotheses.
 
     keras-hub's `BeamSampler` keeps extending hypotheses that have ended and ranks by the
@@ -32,8 +122,8 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
     ```
 
     (Wu et al., 2016), with `|Y|` the number of generated tokens, the end token included. The
-    loop is keras-hub's (`run_loop`), so it compiles on JAX and TensorFlow, and stops as soon
-    as every hypothesis has ended.
+    loop is one `ops.while_loop`, so it compiles on JAX and TensorFlow, and stops as soon as
+    every hypothesis has ended.
 
     Args:
         num_beams: Number of hypotheses kept per example. Defaults to 5.
@@ -45,7 +135,7 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
             `False`: the best prompt `(batch, length)` alone.
         temperature: Divides the logits. Defaults to 1.
 
-    Call arguments: those of `keras_hub.samplers.Sampler`: `next(prompt, cache, index) ->
+    Call arguments: those of `Sampler` (keras-hub's convention): `next(prompt, cache, index) ->
     (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
     (repeated and reordered with the beams), the `mask` of prompt positions to keep and the
     `stop_token_ids`.
@@ -63,7 +153,12 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
     """
 
     def __init__(
-        self, num_beams=5, length_penalty=0.0, min_length=0, return_all_beams=False, **kwargs
+        self,
+        num_beams=5,
+        length_penalty=0.0,
+        min_length=0,
+        return_all_beams=False,
+        temperature=1.0,
     ):
         if not isinstance(num_beams, numbers.Integral) or num_beams < 1:
             raise ValueError(
@@ -80,7 +175,9 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
                 "Invalid value for argument min_length. Expected an integer >= 0. "
                 f"Received: min_length={min_length!r}"
             )
-        super().__init__(num_beams=int(num_beams), return_all_beams=return_all_beams, **kwargs)
+        super().__init__(temperature=temperature)
+        self.num_beams = int(num_beams)
+        self.return_all_beams = bool(return_all_beams)
         self.length_penalty = float(length_penalty)
         self.min_length = int(min_length)
 
@@ -171,12 +268,11 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
             prompt = ops.slice_update(prompt, [0, index], next_token[:, None])
             return prompt, cache, index + 1, mask, log_probs, finished, lengths
 
-        prompt, _, _, _, log_probs, _, lengths = self.run_loop(
-            cond=cond,
-            body=body,
-            loop_vars=(prompt, cache, index, mask, log_probs, finished, lengths),
+        prompt, _, _, _, log_probs, _, lengths = ops.while_loop(
+            cond,
+            body,
+            (prompt, cache, index, mask, log_probs, finished, lengths),
             maximum_iterations=ops.shape(prompt)[1] - index,
-            model=model,
         )
         # Each step leaves the beams best first, ranked by the score they end with.
         prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
@@ -187,7 +283,14 @@ class BeamSearchSampler(keras_hub.samplers.BeamSampler):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"length_penalty": self.length_penalty, "min_length": self.min_length})
+        config.update(
+            {
+                "num_beams": self.num_beams,
+                "length_penalty": self.length_penalty,
+                "min_length": self.min_length,
+                "return_all_beams": self.return_all_beams,
+            }
+        )
         return config
 
 

@@ -36,6 +36,9 @@ class BaseLuongAttention(keras.layers.Layer):
             over; required by `"location"`, unused by the others.
         attentional_units: If set, the layer returns the attentional hidden state
             `tanh(W_c [c_t; h_t])` of this width instead of the context `c_t`.
+        attentional_activation: The activation of the attentional hidden state. Defaults to
+            `"tanh"`, the paper's; `None` gives tensorflow-addons' `AttentionWrapper`'s linear
+            attention layer.
         dropout: Fraction of the attention weights to drop during training.
         seed: Python integer seed of the dropout.
         kernel_initializer: Initializer of every kernel. Defaults to `"glorot_uniform"`.
@@ -51,6 +54,7 @@ class BaseLuongAttention(keras.layers.Layer):
         use_scale=False,
         max_source_length=None,
         attentional_units=None,
+        attentional_activation="tanh",
         dropout=0.0,
         seed=None,
         kernel_initializer="glorot_uniform",
@@ -81,6 +85,7 @@ class BaseLuongAttention(keras.layers.Layer):
         self.use_scale = use_scale
         self.max_source_length = max_source_length
         self.attentional_units = attentional_units
+        self.attentional_activation = keras.activations.get(attentional_activation)
         self.dropout = dropout
         self.seed = seed
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -233,10 +238,11 @@ class BaseLuongAttention(keras.layers.Layer):
         return ops.matmul(weights, value)
 
     def attentional_state(self, context, query):
-        """`h̃_t = tanh(W_c [c_t; h_t])`, or `c_t` itself when `attentional_units` is unset."""
+        """`h̃_t = tanh(W_c [c_t; h_t])` (or another `attentional_activation`), or `c_t` itself
+        when `attentional_units` is unset."""
         if not self.attentional_units:
             return context
-        return ops.tanh(
+        return self.attentional_activation(
             project(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
         )
 
@@ -367,6 +373,7 @@ class BaseLuongAttention(keras.layers.Layer):
                 "use_scale": self.use_scale,
                 "max_source_length": self.max_source_length,
                 "attentional_units": self.attentional_units,
+                "attentional_activation": keras.activations.serialize(self.attentional_activation),
                 "dropout": self.dropout,
                 "seed": self.seed,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),

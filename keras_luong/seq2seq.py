@@ -231,15 +231,17 @@ class LuongSeq2Seq(keras.Model):
         """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
 
         Decoding stops at the end token: every position after it is padding (0). It runs a
-        keras-hub sampler through `predict`, jit-compiled on JAX and TensorFlow, and the
-        compiled function is kept on the model per `(max_length, sampler settings)`, so a
-        second call with the same settings does not trace again.
+        sampler (`keras_luong.samplers`, or one of keras-hub's) through `predict`,
+        jit-compiled on JAX and TensorFlow, and the compiled function is kept on the model
+        per `(max_length, sampler settings)`, so a second call with the same settings does
+        not trace again.
 
         Args:
             source: Source ids `(B, S)`, 0 for padding.
             max_length: Number of target tokens to generate at most.
-            sampler: `"greedy"`, `"beam"` (a `keras_luong.BeamSearchSampler` with the three
-                arguments below) or any `keras_hub.samplers.Sampler`.
+            sampler: `"greedy"` (a `keras_luong.GreedySampler`), `"beam"` (a
+                `keras_luong.BeamSearchSampler` with the arguments below), or a sampler
+                object: keras-luong's or any `keras_hub.samplers.Sampler` (top-k, top-p...).
             num_beams: Beam width of `"beam"`.
             length_penalty: GNMT's `alpha` for `"beam"`: hypotheses are ranked by
                 `log p / ((5 + |Y|) / 6) ** alpha`. Defaults to 0 (no penalty).
@@ -409,10 +411,10 @@ class LuongSeq2Seq(keras.Model):
 
 
 class Seq2SeqGenerator(keras.Model):
-    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a keras-hub sampler
-    over `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's
-    cache, the encoder memory in the closure (repeated per beam). Every position after one
-    of `stop_token_ids` is padding (0)."""
+    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a sampler over
+    `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
+    encoder memory in the closure (repeated per beam). Every position after one of
+    `stop_token_ids` is padding (0)."""
 
     def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), **kwargs):
         super().__init__(**kwargs)
@@ -487,28 +489,35 @@ class _Generators:
 
 
 def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_beams):
-    import keras_hub
+    from keras_luong.samplers import BeamSearchSampler, GreedySampler, Sampler
 
-    from keras_luong.samplers import BeamSearchSampler
-
-    if sampler == "greedy":
+    if isinstance(sampler, str) and sampler == "greedy":
         if min_length or return_all_beams:
             # Beam search of width 1 is greedy decoding (a tested identity).
             return BeamSearchSampler(1, min_length=min_length, return_all_beams=return_all_beams)
-        return keras_hub.samplers.GreedySampler()
-    if sampler == "beam":
+        return GreedySampler()
+    if isinstance(sampler, str) and sampler == "beam":
         return BeamSearchSampler(
             num_beams,
             length_penalty=length_penalty,
             min_length=min_length,
             return_all_beams=return_all_beams,
         )
-    if isinstance(sampler, keras_hub.samplers.Sampler):
+    if isinstance(sampler, Sampler) or _is_keras_hub_sampler(sampler):
         return sampler
     raise ValueError(
-        "Invalid value for argument sampler. Expected 'greedy', 'beam' or a "
-        f"keras_hub.samplers.Sampler. Received: sampler={sampler!r}"
+        "Invalid value for argument sampler. Expected 'greedy', 'beam', a "
+        "keras_luong.samplers.Sampler or a keras_hub.samplers.Sampler. "
+        f"Received: sampler={sampler!r}"
     )
+
+
+def _is_keras_hub_sampler(sampler):
+    """Whether `sampler` is one of keras-hub's (optional: not imported unless it already is)."""
+    import sys
+
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(sampler, keras_hub.samplers.Sampler)
 
 
 def check_token_ids(name, ids, vocabulary_size, rank=None):

@@ -77,6 +77,26 @@ def test_attentional_state_matches_reference(score_mode):
     assert np.all(to_numpy(out)[1, 2:] == 0.0)
 
 
+def test_linear_attentional_state_is_tensorflow_addons_attention_layer():
+    """`attentional_activation=None`: `h̃ = W_c [c; h]` without the tanh, what tensorflow-addons'
+    `AttentionWrapper(attention_layer_size=n)` computes (its kernel takes `[h; c]`)."""
+    query, value = random((B, T, 5), seed=3), random((B, S, 7), seed=4)
+    layer = make_layer("general", attentional_units=6, attentional_activation=None)
+    out, weights = layer(query, value, return_attention_scores=True)
+    out = to_numpy(out).astype("float64")
+    expected, _ = reference_global(layer, query, value)
+    assert_allclose(out, expected)
+    context = to_numpy(weights).astype("float64") @ value
+    kernel = to_numpy(layer.attentional_kernel).astype("float64")
+    tfa_kernel = np.concatenate([kernel[7:], kernel[:7]])  # rows for [h; c]
+    assert_allclose(out, np.concatenate([query, context], -1) @ tfa_kernel)
+    tanh_layer = make_layer("general", attentional_units=6)
+    tanh_layer(query, value)
+    tanh_layer.set_weights(layer.get_weights())
+    assert_allclose(tanh_layer(query, value), np.tanh(out))
+    assert layer.get_config()["attentional_activation"] == "linear"
+
+
 def test_general_and_concat_scores_work_across_state_sizes():
     query, value = random((B, T, 5), seed=5), random((B, S, 9), seed=6)
     for score_mode in ("general", "concat"):

@@ -1,3 +1,9 @@
+"""The README's code blocks run as written and print what it says. Also a script:
+`python tests/readme_test.py` runs the same checks without pytest, in the fresh virtual
+environment where `make readme-venv` installs only `keras-luong[jax]`."""
+
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -6,15 +12,17 @@ import numpy as np
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_example_runs_as_written(capsys):
+def check_readme():
+    """Executes every python block of the README in one namespace and checks its output."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README has no python example"
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)
-    printed = capsys.readouterr().out
+    namespace, output = {}, io.StringIO()
+    with contextlib.redirect_stdout(output):
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    printed = output.getvalue()
     # The install section's example learns its five pairs.
-    assert "['2', '12']\n['4']" in printed
+    assert "['2', '12']\n['4']" in printed, printed
     assert "(2, 16) (2, 7)" in printed
     assert "(2, 5, 16) (2, 5, 9)" in printed
     assert "(3, 4, 6) (3, 4)" in printed
@@ -23,11 +31,29 @@ def test_readme_example_runs_as_written(capsys):
     ended = np.cumsum(greedy == 2, axis=1) - (greedy == 2) > 0
     assert np.all(greedy[ended] == 0)  # padding after the end token
     # The first decoding step equals the first teacher-forced output.
+    to_numpy = namespace["keras"].ops.convert_to_numpy
     np.testing.assert_allclose(
-        namespace["keras"].ops.convert_to_numpy(namespace["step_output"]),
-        namespace["keras"].ops.convert_to_numpy(namespace["outputs"])[:, 0],
-        atol=1e-5,
+        to_numpy(namespace["step_output"]), to_numpy(namespace["outputs"])[:, 0], atol=1e-5
     )
-    weights = np.asarray(namespace["keras"].ops.convert_to_numpy(namespace["weights"]))
+    weights = np.asarray(to_numpy(namespace["weights"]))
     np.testing.assert_array_equal(weights[1, 4:], 0.0)
     np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-6)
+    return printed
+
+
+def test_readme_example_runs_as_written():
+    check_readme()
+
+
+if __name__ == "__main__":
+    import importlib.util
+
+    # The environment holds keras-luong[jax] and nothing optional.
+    absent = ("tensorflow", "torch", "keras_hub", "matplotlib", "babel", "pytest")
+    present = [name for name in absent if importlib.util.find_spec(name) is not None]
+    assert not present, f"expected a bare keras-luong[jax] environment; found {present}"
+    import keras_luong
+
+    assert "site-packages" in keras_luong.__file__, keras_luong.__file__  # the installed one
+    print(check_readme(), end="")
+    print("README checked with only keras-luong[jax] installed")

@@ -1,5 +1,6 @@
 """numpy references of the paper's equations, computed in float64 from a layer's weights."""
 
+import keras
 import numpy as np
 
 from tests.test_case import weights_by_name
@@ -34,8 +35,12 @@ def luong_scores(layer, query, value):
 
 
 def attentional_state(layer, context, query):
-    """`tanh(W_c [c; h])` when the layer has `attentional_units`, else the context."""
+    """`tanh(W_c [c; h])` (or the layer's other activation, `linear` for tensorflow-addons'
+    layer) when the layer has `attentional_units`, else the context."""
     if not layer.attentional_units:
         return context
     kernel = weights_by_name(layer)["attentional_kernel"].astype("float64")
-    return np.tanh(np.concatenate([context, query], axis=-1) @ kernel)
+    activation = {"tanh": np.tanh, "linear": lambda x: x}[
+        keras.activations.serialize(layer.attentional_activation)
+    ]
+    return activation(np.concatenate([context, query], axis=-1) @ kernel)

@@ -329,3 +329,29 @@ def test_invalid_decoding_arguments(kwargs, message):
         model.generate(SOURCE[:2], **kwargs)
     # numpy integers are integers
     assert model.generator(np.int64(3)) is model.generator(3)
+
+
+def test_decodes_without_keras_hub(tmp_path):
+    """keras-hub is optional: with its import blocked, the package imports, and greedy and
+    beam decoding of a saved model give the same ids as in this process (where it may be
+    installed)."""
+    model = make_model()
+    keras_path, _ = save_and_load(model, tmp_path)
+    greedy = model.generate(SOURCE[:4], max_length=5)
+    beam = model.generate(SOURCE[:4], max_length=5, sampler="beam", num_beams=3)
+    np.save(tmp_path / "source.npy", SOURCE[:4])
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["keras_hub"] = None  # import keras_hub raises ImportError
+        import keras, numpy as np, keras_luong
+        model = keras.saving.load_model({keras_path!r})
+        source = np.load({str(tmp_path / "source.npy")!r})
+        np.save({str(tmp_path / "greedy.npy")!r}, model.generate(source, max_length=5))
+        beam = model.generate(source, max_length=5, sampler="beam", num_beams=3)
+        np.save({str(tmp_path / "beam.npy")!r}, beam)
+        """
+    )
+    run_python(script, BACKEND)
+    np.testing.assert_array_equal(np.load(tmp_path / "greedy.npy"), greedy)
+    np.testing.assert_array_equal(np.load(tmp_path / "beam.npy"), beam)
