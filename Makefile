@@ -34,8 +34,12 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# The documentation site in site/: strict, so a broken link, page or docstring fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # The whole suite and the example notebooks once per backend; fails if any backend fails.
-test: lint
+test: lint docs
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
@@ -55,6 +59,15 @@ readme-venv:
 	$(PYTHON) -m venv $(FRESH_VENV)
 	$(FRESH_VENV)/bin/pip install -q ".[jax]"
 	KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
+
+# The notebooks executed at full size (not the CI's quick mode), their outputs saved in place
+# for GitHub and the docs site (about an hour on 2 CPU cores; not part of CI).
+notebooks: install
+	set -e; for notebook in examples/*.ipynb; do \
+		echo "=== $$notebook"; \
+		KERAS_LUONG_QUICK=0 KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(VENV)/bin/jupyter nbconvert \
+			--to notebook --execute --inplace --ExecutePreprocessor.timeout=-1 $$notebook; \
+	done
 
 # The main job. Backend: $KERAS_BACKEND if set, else jax.
 demo: install

@@ -216,6 +216,30 @@ class LuongDecoder(keras.layers.Layer):
         reset_cell_dropout(cell)
         return sequence, cell_states
 
+    def compute_output_shape(self, inputs_shape, memory_shape):
+        """`h̃` for every target step: `(batch_size, T, units)`."""
+        return (*inputs_shape[:2], self.units)
+
+    def compute_output_spec(
+        self,
+        inputs,
+        memory,
+        initial_state=None,
+        inputs_mask=None,
+        memory_mask=None,
+        training=None,
+        return_attention_scores=False,
+        return_state=False,
+    ):
+        shape = self.compute_output_shape(inputs.shape, memory.shape)
+        result = [keras.KerasTensor(shape, self.compute_dtype)]
+        if return_attention_scores:
+            result.append(keras.KerasTensor((*inputs.shape[:2], memory.shape[1]), "float32"))
+        if return_state:
+            _, state_shapes = self.cell.compute_output_shape(inputs.shape, None, memory.shape)
+            result.append([keras.KerasTensor(s, self.compute_dtype) for s in state_shapes])
+        return result[0] if len(result) == 1 else tuple(result)
+
     def compute_mask(self, inputs, previous_mask):
         return previous_mask
 

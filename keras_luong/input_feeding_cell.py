@@ -157,6 +157,25 @@ class InputFeedingCell(keras.layers.Layer):
             return attentional, new_states, attended[1]
         return attentional, new_states
 
+    def compute_output_shape(self, inputs_shape, states_shape=None, memory_shape=None):
+        """`((batch_size, units), [state shapes])`: `h̃_t` and the new states, shaped as
+        `state_size` (the cell's states, then `h̃_t`)."""
+        batch = inputs_shape[0]
+        return (batch, self.units), [(batch, size) for size in self.state_size]
+
+    def compute_output_spec(
+        self, inputs, states, memory, step=None, training=None, return_attention_scores=False
+    ):
+        value = memory["value"] if isinstance(memory, dict) else memory
+        output_shape, state_shapes = self.compute_output_shape(inputs.shape, None, value.shape)
+        result = [
+            keras.KerasTensor(output_shape, self.compute_dtype),
+            [keras.KerasTensor(shape, self.compute_dtype) for shape in state_shapes],
+        ]
+        if return_attention_scores:
+            result.append(keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32"))
+        return tuple(result)
+
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -48,6 +48,7 @@ class LocalAttention(BaseLuongAttention):
             instead of the context `c_t`.
         attentional_activation: The activation of `h̃_t`. Defaults to `"tanh"` (the paper's);
             `None` is tensorflow-addons' linear attention layer.
+        max_source_length: Unused: the `"location"` score that needs it is global only.
         dropout: Fraction of the attention weights to drop during training.
         seed: Python integer seed of the dropout.
         kernel_initializer: Initializer of the kernels. Defaults to `"glorot_uniform"`.

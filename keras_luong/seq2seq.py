@@ -23,7 +23,7 @@ class LuongSeq2Seq(keras.Model):
     ```
 
     Train it with `model.fit` on `(source_ids, target_in_ids) -> target_out_ids` (0 is
-    padding on both sides); decode with `generate()`, which runs keras-hub's greedy or beam
+    padding on both sides); decode with `generate()`, which runs a greedy or beam search
     sampler over `LuongDecoder.step`, the same code as training.
 
     Args:

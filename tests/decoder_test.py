@@ -234,3 +234,43 @@ def test_invalid_arguments(kwargs, message):
     arguments = {"cell": keras.layers.LSTMCell(H), "attention": ATTENTIONS["global"](), **kwargs}
     with pytest.raises(ValueError, match=message):
         LuongDecoder(**arguments)
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_output_shapes_and_specs_match_the_call(cell, input_feeding):
+    """compute_output_shape/compute_output_spec (what functional models and summary() use)
+    give the shapes and dtypes the call returns, with and without weights and states."""
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks()
+    decoder = LuongDecoder(CELLS[cell](), ATTENTIONS["global"](), input_feeding=input_feeding)
+    outputs, weights, states = decoder(
+        inputs, memory, return_attention_scores=True, return_state=True
+    )
+    assert decoder.compute_output_shape(inputs.shape, memory.shape) == tuple(outputs.shape)
+    spec = decoder.compute_output_spec(
+        keras.KerasTensor((None, None, E)),
+        keras.KerasTensor((None, None, H)),
+        return_attention_scores=True,
+        return_state=True,
+    )
+    dtype = keras.backend.standardize_dtype
+    assert spec[0].shape == (None, None, U) and spec[0].dtype == dtype(outputs.dtype)
+    assert spec[1].shape == (None, None, None) and spec[1].dtype == dtype(weights.dtype)
+    assert [s.shape[1:] for s in spec[2]] == [tuple(s.shape[1:]) for s in states]
+    # The cell's own, one step.
+    cell_out, cell_states, cell_weights = decoder.step(
+        inputs[:, 0], decoder.get_initial_state(B), memory, return_attention_scores=True
+    )
+    shape, state_shapes = decoder.cell.compute_output_shape((B, E), None, (B, S, H))
+    assert shape == tuple(cell_out.shape)
+    assert state_shapes == [tuple(s.shape) for s in cell_states]
+    # And in a functional model: the symbolic outputs have the eager outputs' shapes.
+    x, m = keras.Input((T, E)), keras.Input((S, H))
+    symbolic = LuongDecoder(CELLS[cell](), ATTENTIONS["local-p"](), input_feeding=input_feeding)(
+        x, m, return_attention_scores=True
+    )
+    assert symbolic[0].shape == (None, T, U) and symbolic[1].shape == (None, T, S)
+    model = keras.Model([x, m], symbolic)
+    eager = model([inputs, memory])
+    assert tuple(eager[0].shape) == (B, T, U) and tuple(eager[1].shape) == (B, T, S)
+    assert_allclose(to_numpy(eager[1]).sum(-1) <= 1 + 1e-5, True)

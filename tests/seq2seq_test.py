@@ -355,3 +355,15 @@ def test_decodes_without_keras_hub(tmp_path):
     run_python(script, BACKEND)
     np.testing.assert_array_equal(np.load(tmp_path / "greedy.npy"), greedy)
     np.testing.assert_array_equal(np.load(tmp_path / "beam.npy"), beam)
+
+
+def test_summary_shows_every_part_with_its_shape():
+    model = make_model()
+    lines = []
+    model.summary(print_fn=lambda line, **kwargs: lines.append(line))
+    rows = [line for line in "\n".join(lines).splitlines() if line.startswith("│ ")]
+    decoder_row = next(row for row in rows if "(LuongDecoder)" in row)
+    assert f"(2, {TARGET_IN.shape[1]}, 16)" in decoder_row, decoder_row
+    # The one Dropout layer serves the embeddings and h̃ (two shapes): it alone shows none.
+    unknown = [row for row in rows if "?" in row]
+    assert len(unknown) == 1 and "(Dropout)" in unknown[0], "\n".join(rows)

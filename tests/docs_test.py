@@ -1,0 +1,131 @@
+"""The documentation's code runs as written, and every public argument is documented.
+
+Each page below has its python blocks executed in order in one namespace (in a temporary
+directory, for the files they save); blocks in a tab or after a comment that say they are
+tensorflow-addons code are for reading only. The blocks assert their own values (against
+numpy, or properties such as weights summing to one); this test checks they ran and printed
+what the page says they print.
+"""
+
+import inspect
+import os
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import keras_luong
+from keras_luong import samplers, scores
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+# page -> text the page's comments say its code prints
+PAGES = {
+    "quickstart.md": ["['2', '12']", "['4']", "1 2"],
+    "guide/attention.md": ["(2, 3, 16)", "(None, None, 40)", "[0. 1. 2.]"],
+    "guide/decoder.md": ["(2, 5, 16) (2, 5, 9)"],
+    "guide/seq2seq.md": ["(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)"],
+    "guide/backends.md": ["float16"],
+    "migrating.md": ["(2, 5, 30)", "(2, 20)"],
+}
+BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
+
+
+def python_blocks(text):
+    """The page's executable python blocks: fenced `python`, not tensorflow-addons code."""
+    blocks = []
+    for match in BLOCK.finditer(text):
+        code = textwrap.dedent(match.group("code"))
+        if code.lstrip().startswith("# tensorflow-addons"):
+            continue
+        blocks.append(code)
+    return blocks
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_page_code_runs_as_written(page, tmp_path, capsys, monkeypatch):
+    blocks = python_blocks((DOCS / page).read_text())
+    assert blocks, f"{page} has no python block"
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    for number, code in enumerate(blocks):
+        exec(compile(code, f"{page} block {number + 1}", "exec"), namespace)
+    printed = capsys.readouterr().out
+    for expected in PAGES[page]:
+        assert expected in printed, f"{page} should print {expected!r}; printed:\n{printed}"
+
+
+def test_migration_page_shows_both_sides():
+    text = (DOCS / "migrating.md").read_text()
+    every = [m.group("code") for m in BLOCK.finditer(text)]
+    tfa = [code for code in every if "tensorflow-addons" in code.splitlines()[0]]
+    assert len(tfa) == 2 and len(python_blocks(text)) >= 3
+
+
+def documented_arguments(docstring):
+    """The names listed under the docstring's `Args:` section."""
+    section = re.search(r"^( *)Args:\n(.*?)(?=^\1[A-Z][\w ]*:\n|\Z)", docstring, re.S | re.M)
+    if section is None:
+        return set()
+    indent = len(section.group(1)) + 4
+    return set(re.findall(rf"^ {{{indent}}}(\*{{0,2}}\w+):", section.group(2), re.M))
+
+
+def constructor_arguments(cls):
+    """The arguments a user can pass to `cls(...)`, following `**kwargs` into the Luong base
+    class where a subclass passes them on (as `LocalAttention` does)."""
+    names = set()
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("keras_luong"):
+            break  # Keras' own base classes: name, dtype, trainable...
+        if "__init__" not in vars(klass):
+            continue
+        parameters = inspect.signature(klass.__init__).parameters
+        names.update(n for n, p in parameters.items() if n != "self" and p.kind != p.VAR_KEYWORD)
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+            break
+        if klass is scores.BaseLuongAttention:
+            break
+    return names
+
+
+PUBLIC = [
+    keras_luong.GlobalAttention,
+    keras_luong.LocalAttention,
+    keras_luong.BaseLuongAttention,
+    keras_luong.InputFeedingCell,
+    keras_luong.LuongDecoder,
+    keras_luong.LuongSeq2Seq,
+    keras_luong.GreedySampler,
+    keras_luong.BeamSearchSampler,
+    samplers.Sampler,
+]
+
+
+@pytest.mark.parametrize("cls", PUBLIC, ids=lambda cls: cls.__name__)
+def test_every_constructor_argument_is_documented(cls):
+    """The API reference is generated from these docstrings: each argument of the
+    constructor (and those a subclass passes on through `**kwargs`) has its line."""
+    documented = documented_arguments(inspect.getdoc(cls))
+    if cls is keras_luong.GreedySampler:  # its one argument is the base class's
+        documented = documented_arguments(inspect.getdoc(samplers.Sampler))
+    assert documented
+    missing = constructor_arguments(cls) - documented
+    assert not missing, f"{cls.__name__} does not document {sorted(missing)}"
+
+
+def test_local_attention_documents_what_it_passes_on():
+    """The case the rule above exists for: `LocalAttention(**kwargs)` reaches the base."""
+    arguments = constructor_arguments(keras_luong.LocalAttention)
+    assert {"alignment", "attentional_activation", "kernel_regularizer"} <= arguments
+
+
+def test_site_configuration_lists_every_page():
+    """Every markdown page is in mkdocs.yml's nav (a page left out is not reachable)."""
+    config = (DOCS.parent / "mkdocs.yml").read_text()
+    for page in DOCS.rglob("*.md"):
+        relative = page.relative_to(DOCS).as_posix()
+        assert f": {relative}" in config, f"{relative} is not in mkdocs.yml's nav"
+    for notebook in sorted(os.listdir(DOCS.parent / "examples")):
+        if notebook.endswith(".ipynb"):
+            assert f"notebooks/{notebook}" in config
