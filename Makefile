@@ -60,6 +60,19 @@ readme-venv:
 	$(FRESH_VENV)/bin/pip install -q ".[jax]"
 	KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
 
+# Drops what the backends log to stderr (TensorFlow's start-up lines) from saved outputs.
+define STRIP_STDERR
+import json, sys
+path = sys.argv[1]
+notebook = json.load(open(path))
+for cell in notebook["cells"]:
+    if cell["cell_type"] == "code":
+        cell["outputs"] = [o for o in cell["outputs"] if o.get("name") != "stderr"]
+json.dump(notebook, open(path, "w"), indent=1, ensure_ascii=False)
+open(path, "a").write("\n")
+endef
+export STRIP_STDERR
+
 # The notebooks executed at full size (not the CI's quick mode), their outputs saved in place
 # for GitHub and the docs site (about an hour on 2 CPU cores; not part of CI).
 notebooks: install
@@ -67,6 +80,7 @@ notebooks: install
 		echo "=== $$notebook"; \
 		KERAS_LUONG_QUICK=0 KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(VENV)/bin/jupyter nbconvert \
 			--to notebook --execute --inplace --ExecutePreprocessor.timeout=-1 $$notebook; \
+		$(PY) -c "$$STRIP_STDERR" $$notebook; \
 	done
 
 # The main job. Backend: $KERAS_BACKEND if set, else jax.
