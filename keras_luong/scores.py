@@ -147,12 +147,13 @@ class BaseLuongAttention(keras.layers.Layer):
     def prepare(self, value, value_mask=None):
         """Everything about one source that does not depend on the query, computed once.
 
-        Returns a dict of tensors (the "memory"): the `value` `(B, S, d_v)`, its `mask`
-        `(B, S)` if given, and whatever the layer scores against (the keys `W_a h̄_s` of
-        `"general"`, `W_k h̄_s` of `"concat"`, the windows' gather tables of local
-        attention). Pass it as `memory=` to score many decoding steps against one source
-        without recomputing any of it; it is a plain structure, so it can be closed over by
-        a loop or repeated per beam with `keras.tree.map_structure`.
+        Returns a dict of tensors (the "memory"): the `value` `(B, S, d_v)` as a tensor of
+        the layer's compute dtype, its `mask` `(B, S)` if given, and whatever the layer
+        scores against (the keys `W_a h̄_s` of `"general"`, `W_k h̄_s` of `"concat"`, the
+        windows' gather tables of local attention). Pass it as `memory=` to score many
+        decoding steps against one source without recomputing any of it; it is a plain
+        structure, so it can be closed over by a loop or repeated per beam with
+        `keras.tree.map_structure`.
         """
         _check_rank("value", value.shape, (3,))
         if not self.built:
@@ -163,6 +164,11 @@ class BaseLuongAttention(keras.layers.Layer):
             )
         _check_floating("value", value)
         self._check_source_length(value.shape[1])
+        # A tensor of the compute dtype, as the layer's call would make it: a numpy array or
+        # float64 value left in the memory would be converted again (O(S)) at every call.
+        value = ops.convert_to_tensor(value)
+        if keras.backend.standardize_dtype(value.dtype) != self.compute_dtype:
+            value = ops.cast(value, self.compute_dtype)
         mask = _check_mask("value_mask", value_mask, value.shape[:2])
         if mask is None:
             return {"value": value}

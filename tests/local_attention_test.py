@@ -123,6 +123,22 @@ def test_one_step_at_a_time_equals_all_steps(alignment):
     assert_allclose(layer(query[:, 5:], value, value_mask=value_mask, step=5), full[:, 5:])
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
+@pytest.mark.parametrize("make", [GlobalAttention, LocalAttention])
+def test_memory_prepared_from_numpy_holds_tensors_of_the_compute_dtype(make, policy):
+    # A numpy (or float64) value left as it is in the memory would be converted again by the
+    # layer's call at every decoding step: O(S) per step (the eager S = 16384 benchmark).
+    query, value = random((B, T, D), seed=7), random((B, S, D), seed=8).astype("float64")
+    layer = make(dtype=policy)
+    full = to_numpy(layer(query, value))
+    memory = layer.prepare(value)
+    assert keras.ops.is_tensor(memory["value"])
+    assert keras.backend.standardize_dtype(memory["value"].dtype) == layer.compute_dtype
+    tolerance = 1e-6 if policy == "float32" else 1e-3
+    np.testing.assert_allclose(to_numpy(memory["value"]), value, rtol=tolerance, atol=tolerance)
+    assert_allclose(layer(query, memory=memory), full, atol=tolerance, rtol=tolerance)
+
+
 def test_monotonic_with_a_window_over_everything_is_global_attention():
     query, value = random((B, T, D), seed=7), random((B, S, D), seed=8)
     value_mask = length_mask([9, 5, 2], S)
