@@ -1,4 +1,5 @@
 import numbers
+import sys
 
 import keras
 import numpy as np
@@ -514,8 +515,6 @@ def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_bea
 
 def _is_keras_hub_sampler(sampler):
     """Whether `sampler` is one of keras-hub's (optional: not imported unless it already is)."""
-    import sys
-
     keras_hub = sys.modules.get("keras_hub")
     return keras_hub is not None and isinstance(sampler, keras_hub.samplers.Sampler)
 
