@@ -1,0 +1,136 @@
+"""Does a tensorflow-addons decoder's weights, moved over as docs/migrating.md says, give the
+same logits in keras-luong? Checked against tensorflow-addons itself, not its equations.
+
+    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_parity.py [--tfa-python .venv-tfa/bin/python]
+
+The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23, Keras 2: its own venv, see
+../shared/bench/README.md; not a dependency of this project) runs in a subprocess: a random
+`LuongAttention` + `AttentionWrapper(attention_layer_size=...)` + `BasicDecoder` with
+`TrainingSampler` over two sources of lengths 7 and 4 (so the memory mask matters), teacher
+forcing over 5 steps; it saves its weights and logits. This side builds
+`LuongDecoder(LSTMCell, GlobalAttention("general", attentional_activation=None))` + `Dense`,
+moves the weights over (the LSTM's kernels and the output layer unchanged, `memory_layer` as
+`key_kernel`, the attention layer's two row blocks swapped into `attentional_kernel`) and
+prints the largest difference of the logits, which must be at float32 round-off.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+BATCH, SOURCE, TARGET, EMBED, UNITS, VOCAB = 2, 7, 5, 8, 16, 30
+SOURCE_LENGTHS = [7, 4]
+
+
+def inputs():
+    rng = np.random.default_rng(0)
+    encoder_outputs = rng.normal(size=(BATCH, SOURCE, UNITS)).astype("float32")
+    encoder_h, encoder_c = rng.normal(size=(2, BATCH, UNITS)).astype("float32")
+    target_embedded = rng.normal(size=(BATCH, TARGET, EMBED)).astype("float32")
+    return encoder_outputs, encoder_h, encoder_c, target_embedded
+
+
+def tensorflow_addons_side(path):
+    """Run in the tensorflow-addons venv: the decoder of docs/migrating.md, weights and logits
+    saved to `path`."""
+    import tensorflow as tf
+    import tensorflow_addons as tfa
+
+    tf.keras.utils.set_random_seed(0)
+    encoder_outputs, encoder_h, encoder_c, target_embedded = map(tf.constant, inputs())
+    attention = tfa.seq2seq.LuongAttention(
+        UNITS, memory=encoder_outputs, memory_sequence_length=SOURCE_LENGTHS
+    )
+    lstm = tf.keras.layers.LSTMCell(UNITS)
+    cell = tfa.seq2seq.AttentionWrapper(lstm, attention, attention_layer_size=UNITS)
+    projection = tf.keras.layers.Dense(VOCAB)
+    decoder = tfa.seq2seq.BasicDecoder(cell, tfa.seq2seq.TrainingSampler(), output_layer=projection)
+    state = cell.get_initial_state(batch_size=BATCH, dtype=tf.float32)
+    state = state.clone(cell_state=[encoder_h, encoder_c])
+    outputs, _, _ = decoder(target_embedded, initial_state=state, sequence_length=[TARGET] * BATCH)
+    np.savez(
+        path,
+        logits=outputs.rnn_output.numpy(),
+        lstm_kernel=lstm.kernel.numpy(),
+        lstm_recurrent_kernel=lstm.recurrent_kernel.numpy(),
+        lstm_bias=lstm.bias.numpy(),
+        memory_kernel=attention.memory_layer.kernel.numpy(),
+        attention_layer_kernel=cell._attention_layers[0].kernel.numpy(),
+        projection_kernel=projection.kernel.numpy(),
+        projection_bias=projection.bias.numpy(),
+    )
+
+
+def keras_luong_side(saved):
+    import keras
+
+    from keras_luong import GlobalAttention, LuongDecoder
+
+    encoder_outputs, encoder_h, encoder_c, target_embedded = inputs()
+    source_mask = np.arange(SOURCE) < np.array(SOURCE_LENGTHS)[:, None]
+    lstm = keras.layers.LSTMCell(UNITS)
+    attention = GlobalAttention(
+        score_mode="general", attentional_units=UNITS, attentional_activation=None
+    )
+    decoder = LuongDecoder(lstm, attention, input_feeding=True)
+    projection = keras.layers.Dense(VOCAB)
+    run = lambda: projection(  # noqa: E731
+        decoder(
+            target_embedded,
+            encoder_outputs,
+            initial_state=[encoder_h, encoder_c],
+            memory_mask=source_mask,
+        )
+    )
+    run()  # builds every layer
+    # The fused or wrapped cell: the weights go to the cell the decoder runs.
+    cell = decoder.cell.cell
+    cell.kernel.assign(saved["lstm_kernel"])
+    cell.recurrent_kernel.assign(saved["lstm_recurrent_kernel"])
+    cell.bias.assign(saved["lstm_bias"])
+    attention.key_kernel.assign(saved["memory_kernel"])
+    # tensorflow-addons' attention layer reads [h; c]; attentional_kernel reads [c; h].
+    tfa_kernel = saved["attention_layer_kernel"]
+    attention.attentional_kernel.assign(np.concatenate([tfa_kernel[UNITS:], tfa_kernel[:UNITS]]))
+    projection.kernel.assign(saved["projection_kernel"])
+    projection.bias.assign(saved["projection_bias"])
+    return keras.ops.convert_to_numpy(run())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
+    )
+    parser.add_argument("--tfa-side", help=argparse.SUPPRESS)  # the subprocess' output path
+    args = parser.parse_args()
+    if args.tfa_side:
+        tensorflow_addons_side(args.tfa_side)
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "tfa.npz")
+        subprocess.run(
+            [args.tfa_python, os.path.abspath(__file__), "--tfa-side", path],
+            check=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        )
+        saved = dict(np.load(path))
+    logits = keras_luong_side(saved)
+    difference = float(np.max(np.abs(logits - saved["logits"])))
+    scale = float(np.max(np.abs(saved["logits"])))
+    import keras
+
+    print(
+        f"keras-luong ({keras.backend.backend()}) vs tensorflow-addons 0.23, logits "
+        f"{logits.shape}: max |difference| {difference:.2e} (logits up to {scale:.2f})"
+    )
+    if difference > 1e-4:
+        sys.exit(f"the logits differ by {difference:.2e}: the weights did not move over")
+
+
+if __name__ == "__main__":
+    main()
