@@ -166,9 +166,7 @@ class BaseLuongAttention(keras.layers.Layer):
         self._check_source_length(value.shape[1])
         # A tensor of the compute dtype, as the layer's call would make it: a numpy array or
         # float64 value left in the memory would be converted again (O(S)) at every call.
-        value = ops.convert_to_tensor(value)
-        if keras.backend.standardize_dtype(value.dtype) != self.compute_dtype:
-            value = ops.cast(value, self.compute_dtype)
+        value = ops.convert_to_tensor(value, dtype=self.compute_dtype)
         mask = _check_mask("value_mask", value_mask, value.shape[:2])
         if mask is None:
             return {"value": value}

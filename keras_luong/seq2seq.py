@@ -8,6 +8,7 @@ from keras import ops
 from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.local_attention import LocalAttention
+from keras_luong.samplers import BeamSearchSampler, GreedySampler, Sampler, pad_after_end
 
 ALIGNMENTS = ("global", "monotonic", "predictive")
 
@@ -463,8 +464,6 @@ class Seq2SeqGenerator(keras.Model):
             stop_token_ids=self.stop_token_ids or None,
             model=self,
         )
-        from keras_luong.samplers import pad_after_end
-
         if isinstance(outputs, tuple):  # all beams, with their scores
             prompts, scores = outputs
             return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
@@ -490,8 +489,6 @@ class _Generators:
 
 
 def _make_sampler(sampler, num_beams, length_penalty, min_length, return_all_beams):
-    from keras_luong.samplers import BeamSearchSampler, GreedySampler, Sampler
-
     if isinstance(sampler, str) and sampler == "greedy":
         if min_length or return_all_beams:
             # Beam search of width 1 is greedy decoding (a tested identity).
