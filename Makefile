@@ -5,8 +5,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
-# Serial: the distributed tests start processes of their own (torch's DDP crashed once with a
-# second xdist worker beside it). `make test PYTEST_ARGS="-n 2"` takes about 70% of the time.
+# Two pytest-xdist workers, one per core, for everything but the tests marked `serial` (the
+# distributed ones start processes of their own: torch's DDP crashed once beside a second
+# worker), which run after them, alone.
+WORKERS ?= 2
 PYTEST_ARGS ?= --durations=10
 
 # Caches go somewhere disposable, never to ~/.keras or ~/.config.
@@ -44,7 +46,10 @@ test: lint docs
 	for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
 		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider --nbmake tests examples \
-			--basetemp=$(CURDIR)/.cache/pytest-$$backend $(PYTEST_ARGS) || failed="$$failed $$backend"; \
+			-m "not serial" -n $(WORKERS) --basetemp=$(CURDIR)/.cache/pytest-$$backend \
+			$(PYTEST_ARGS) || failed="$$failed $$backend"; \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider tests -m serial \
+			--basetemp=$(CURDIR)/.cache/pytest-$$backend-serial || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
 	echo "all backends passed: $(BACKENDS)"

@@ -13,6 +13,8 @@ import pytest
 from tests.test_case import BACKEND
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Alone, outside the xdist workers: each test starts processes of its own.
+pytestmark = pytest.mark.serial
 
 
 def run_step(engine, **env):
