@@ -1,4 +1,5 @@
-"""Decoding speed: beam search against greedy, and a second `generate` against the first.
+"""Decoding speed: beam search against greedy, a second `generate` against the first, and
+`generate` on one sentence against its compiled function called directly.
 
     KERAS_BACKEND=jax python benchmarks/decoding.py [--rounds 5] [--beams 4]
 
@@ -8,7 +9,10 @@ the same number of steps whatever the untrained model emits. Prints, measured in
 with interleaved rounds (medians):
 - first/second: the first `generate` call (generator built and compiled) over the second
   call with the same settings and shapes (cached: no trace);
-- beam/greedy: a warm beam-`--beams` call over a warm greedy call.
+- beam/greedy: a warm beam-`--beams` call over a warm greedy call;
+- one sentence (B=1, greedy, warm): `generate` over the compiled generator called directly
+  (`generator.predict_on_batch`), and Keras' `predict` (a per-call input pipeline, what
+  `generate` used to run) over the same direct call.
 """
 
 import argparse
@@ -18,7 +22,7 @@ import time
 import keras
 import numpy as np
 
-from keras_luong import LuongSeq2Seq
+from keras_luong import BeamSearchSampler, LuongSeq2Seq
 
 
 def timed(fn):
@@ -47,7 +51,7 @@ def main():
         return model
 
     greedy = {"sampler": "greedy", "stop_token_ids": None}
-    beam = {"sampler": "beam", "num_beams": args.beams, "stop_token_ids": None}
+    beam = {"sampler": BeamSearchSampler(args.beams), "stop_token_ids": None}
     firsts, seconds = [], []
     for _ in range(args.rounds):
         model = make_model()
@@ -60,6 +64,21 @@ def main():
     for _ in range(args.rounds):
         greedy_times.append(timed(lambda: model.generate(source, args.steps, **greedy)))
         beam_times.append(timed(lambda: model.generate(source, args.steps, **beam)))
+
+    one = source[:1]
+    generator = model.generator(args.steps, **greedy)
+    single = {
+        "generate": lambda: model.generate(one, args.steps, **greedy),
+        "direct": lambda: generator.predict_on_batch(one),
+        "predict": lambda: generator.predict(one, verbose=0),
+    }
+    for run in single.values():
+        run()  # compile for B=1
+    single_times = {name: [] for name in single}
+    for _ in range(args.rounds * 4):
+        for name, run in single.items():
+            single_times[name].append(timed(run))
+    single_times = {name: statistics.median(t) for name, t in single_times.items()}
 
     first, second = statistics.median(firsts), statistics.median(seconds)
     greedy_time, beam_time = statistics.median(greedy_times), statistics.median(beam_times)
@@ -74,6 +93,16 @@ def main():
     print(
         f"beam {args.beams} (warm)          {beam_time * 1e3:9.1f} ms   "
         f"beam/greedy {beam_time / greedy_time:5.2f}"
+    )
+    direct = single_times["direct"]
+    print(f"B=1 direct call        {direct * 1e3:9.1f} ms")
+    print(
+        f"B=1 generate           {single_times['generate'] * 1e3:9.1f} ms   "
+        f"generate/direct {single_times['generate'] / direct:5.2f}"
+    )
+    print(
+        f"B=1 predict            {single_times['predict'] * 1e3:9.1f} ms   "
+        f"predict/direct {single_times['predict'] / direct:5.2f}"
     )
 
 

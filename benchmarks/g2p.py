@@ -89,7 +89,7 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     import keras
 
-    from keras_luong import LuongSeq2Seq
+    from keras_luong import BeamSearchSampler, LuongSeq2Seq
     from keras_luong.datasets import cmudict
 
     keras.utils.set_random_seed(args.seed)
@@ -158,18 +158,18 @@ def main(argv=None):
     model.set_weights(best[1])
     print(f"best epoch {best[2]}: validation WER {best[0]:.2%}")
 
-    beam = {"sampler": "beam", "num_beams": args.beam_width}
+    def beam(alpha):
+        return {"sampler": BeamSearchSampler(args.beam_width, length_penalty=alpha)}
+
     alphas = [float(a) for a in args.length_penalties.split(",")]
     by_alpha = {}
     for alpha in alphas:
-        by_alpha[alpha] = scores(
-            model, validation, phonemes, max_length, **beam, length_penalty=alpha
-        )
+        by_alpha[alpha] = scores(model, validation, phonemes, max_length, **beam(alpha))
         print(f"beam {args.beam_width}, length penalty {alpha:g}: validation WER "
               f"{by_alpha[alpha][1]:.2%} PER {by_alpha[alpha][0]:.2%}")  # fmt: skip
     alpha = min(alphas, key=lambda a: by_alpha[a][1])
     greedy_test = scores(model, test, phonemes, max_length)
-    beam_test = scores(model, test, phonemes, max_length, **beam, length_penalty=alpha)
+    beam_test = scores(model, test, phonemes, max_length, **beam(alpha))
 
     rows = [
         ("ours, greedy", *greedy_test),

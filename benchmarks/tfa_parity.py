@@ -83,7 +83,7 @@ def keras_luong_side(saved):
             target_embedded,
             encoder_outputs,
             initial_state=[encoder_h, encoder_c],
-            memory_mask=source_mask,
+            value_mask=source_mask,
         )
     )
     run()  # builds every layer

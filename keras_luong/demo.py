@@ -3,11 +3,10 @@
     python -m keras_luong.demo [--alignment global] [--score-mode general] [--epochs 12]
 
 Trains `LuongSeq2Seq` on CLDR-formatted dates (Babel) -> ISO `YYYY-MM-DD`, character by
-character, then prints held-out exact-match accuracy (greedy decoding through keras-hub's
-sampler), alignment accuracy and AER against the gold links, translates a few dates with
-greedy and beam search (`keras_luong.BeamSearchSampler`), shows an n-best list, saves an
-attention heatmap, and exports a TensorFlow SavedModel whose `serve` signature maps source
-ids to translated ids.
+character, then prints held-out exact-match accuracy (greedy decoding), alignment accuracy
+and AER against the gold links, translates a few dates with greedy and beam search
+(`keras_luong.BeamSearchSampler`), shows an n-best list, saves an attention heatmap, and
+exports a TensorFlow SavedModel whose `serve` signature maps source ids to translated ids.
 """
 
 import argparse
@@ -16,6 +15,10 @@ import subprocess
 import sys
 import textwrap
 import time
+
+# Already imported with the package (`python -m keras_luong.demo` runs its __init__ first).
+from keras_luong.global_attention import GlobalAttention
+from keras_luong.seq2seq import ALIGNMENTS
 
 
 def parse_args(argv=None):
@@ -28,13 +31,13 @@ def parse_args(argv=None):
     parser.add_argument(
         "--alignment",
         default="global",
-        choices=["global", "monotonic", "predictive"],
+        choices=ALIGNMENTS,
         help="global attention, local-m (monotonic) or local-p (predictive)",
     )
     parser.add_argument(
         "--score-mode",
         default="general",
-        choices=["dot", "general", "concat", "location"],
+        choices=GlobalAttention.score_modes,
         help="the score function (location: global only)",
     )
     parser.add_argument("--window", type=int, default=10, help="local window half-width D")
@@ -147,6 +150,7 @@ def main(argv=None):
 
     from keras_luong.datasets import dates
     from keras_luong.plotting import plot_attention
+    from keras_luong.samplers import BeamSearchSampler
 
     started = time.perf_counter()
     keras.utils.set_random_seed(args.seed)
@@ -189,12 +193,10 @@ def main(argv=None):
             f"{target.decode(generated[i])}, reference {example['target']}"
         )
     few = slice(0, 6)
-    beam_settings = {
-        "sampler": "beam",
-        "num_beams": args.beam_width,
-        "length_penalty": args.length_penalty,
-    }
-    beam = model.generate(test["source"][few], max_length=max_length, **beam_settings)
+    beam_settings = {"num_beams": args.beam_width, "length_penalty": args.length_penalty}
+    beam = model.generate(
+        test["source"][few], max_length, sampler=BeamSearchSampler(**beam_settings)
+    )
     print(f"\n{'source':<34} {'greedy':<12} {f'beam ({args.beam_width})':<12} reference")
     for i, example in enumerate(test["examples"][few]):
         print(
@@ -204,7 +206,9 @@ def main(argv=None):
     # The n best hypotheses for one input (a mistake, if greedy made one), with their scores.
     index = int(wrong[0]) if len(wrong) else 0
     ids, scores = model.generate(
-        test["source"][index : index + 1], max_length, return_all_beams=True, **beam_settings
+        test["source"][index : index + 1],
+        max_length,
+        sampler=BeamSearchSampler(**beam_settings, return_all_beams=True),
     )
     example = test["examples"][index]
     print(f"\n{args.beam_width}-best for {example['source']!r} (reference {example['target']}):")

@@ -1,6 +1,8 @@
 import keras
+from keras import ops
 
-from keras_luong.scores import BaseLuongAttention
+from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.scores import BaseLuongAttention, project
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -17,7 +19,9 @@ class GlobalAttention(BaseLuongAttention):
 
     with `score` one of `"dot"` (`h_t · h̄_s`), `"general"` (`h_t · W_a h̄_s`), `"concat"`
     (`v_a · tanh(W_q h_t + W_k h̄_s)`) or `"location"` (`softmax(W_a h_t)`, truncated to the
-    source length). The keys `W_a h̄_s` / `W_k h̄_s` are projected once per call, whatever the
+    source length: where that length is known only when a compiled model runs, positions from
+    `max_source_length` on get zero weight; wherever it is known before, a longer source is a
+    `ValueError`). The keys `W_a h̄_s` / `W_k h̄_s` are projected once per call, whatever the
     number of query steps; `prepare(value, value_mask)` computes them once for a caller that
     attends to one source step after step (a decoder) and passes the result as `memory=`.
 
@@ -51,6 +55,8 @@ class GlobalAttention(BaseLuongAttention):
             calls them all alike.
         training: Whether attention dropout is applied.
         return_attention_scores: If `True`, also return the attention weights.
+        dropout_mask: Optional attention dropout drawn ahead, `(batch_size, Tq, S)` (see
+            `dropout_mask()`), in place of a random draw.
 
     Returns:
         The context `c_t` `(batch_size, Tq, d_v)` (or `h̃_t`, `(batch_size, Tq,
@@ -74,16 +80,59 @@ class GlobalAttention(BaseLuongAttention):
         Translation", EMNLP 2015 (arXiv:1508.04025), section 3.1.
     """
 
-    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+    def __init__(self, score_mode="general", max_source_length=None, **kwargs):
+        super().__init__(score_mode=score_mode, **kwargs)
+        self.max_source_length = check_integer(
+            "max_source_length", max_source_length, allow_none=True
+        )
+        if score_mode == "location" and max_source_length is None:
+            raise ValueError(
+                "The 'location' score needs argument max_source_length (the longest source "
+                "it will see). Received: max_source_length=None"
+            )
+
+    def _location_weights(self, query_dim, value_dim):
+        return {"location_kernel": (query_dim, self.max_source_length)}
+
+    def _location_score(self, query, keys):
+        scores = project(query, self.location_kernel)
+        source_length = ops.shape(keys)[1]
+        if isinstance(source_length, int):  # known: check_source_length refused a longer one
+            return scores[..., :source_length]
+        # Known only as the compiled model runs: positions past max_source_length get no weight.
+        batch, steps = ops.shape(query)[0], ops.shape(query)[1]
+        extra = ops.maximum(source_length - self.max_source_length, 0)
+        padding = ops.full((batch, steps, extra), MASKED_SCORE, dtype=scores.dtype)
+        return ops.concatenate([scores, padding], axis=-1)[..., :source_length]
+
+    def check_source_length(self, source_length):
+        if (
+            self.score_mode == "location"
+            and source_length is not None
+            and source_length > self.max_source_length
+        ):
+            raise ValueError(
+                "The 'location' score is defined over at most max_source_length="
+                f"{self.max_source_length} source positions. "
+                f"Received: a value of length {source_length}"
+            )
+
+    def attend(
+        self,
+        query,
+        memory,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
+    ):
         scores = self.score(query, memory["keys"])
         mask = memory.get("mask")
         weights = self.normalize(scores, None if mask is None else mask[:, None, :])
-        context = self.combine(
-            weights, memory["value"], training=training, dropout_mask=memory.get("dropout_mask")
-        )
+        context = self.combine(weights, memory["value"], training, dropout_mask)
         return self.attentional_state(context, query), weights, None
 
-    def prepare(self, value, value_mask=None):
-        memory = super().prepare(value, value_mask)
-        memory["keys"] = self.project_keys(memory["value"])
-        return memory
+    def get_config(self):
+        config = super().get_config()
+        config["max_source_length"] = self.max_source_length
+        return config

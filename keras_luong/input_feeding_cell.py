@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_luong.checks import check_rank
 from keras_luong.scores import BaseLuongAttention
 
 
@@ -16,33 +17,34 @@ class InputFeedingCell(keras.layers.Layer):
 
     The state is the wrapped cell's state (flattened) followed by `h̃_{t-1}`, which is zero at
     `t = 0`. Keras 3's `RNN` cannot pass the memory to a cell, so `LuongDecoder` runs this cell
-    with its own loop, and `step`-by-step decoding calls it directly. The memory is prepared
-    once per source (`attention.prepare(value, value_mask)`) and handed to every step.
+    with its own loop, and `step`-by-step decoding calls it directly. The encoder states (the
+    `value`) are prepared once per source, `memory = cell.prepare(value, value_mask)`, and the
+    memory is handed to every step.
 
     Args:
         cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
         attention: A `GlobalAttention` or `LocalAttention` with `attentional_units` set (the
             size of `h̃`).
-        units: The size of `h̃`; if given, it must equal `attention.attentional_units`.
         input_feeding: Whether `h̃_{t-1}` is fed to the cell with `x_t`. Defaults to `True`.
         **kwargs: Base layer keyword arguments.
 
     Call arguments:
         inputs: `x_t`, `(batch_size, input_dim)`.
         states: A list: the cell's states, flattened, then `h̃_{t-1}`.
-        memory: The prepared source, `attention.prepare(value, value_mask)`, computed once
-            per source; or the encoder states `(batch_size, S, d)` themselves, unmasked, then
-            prepared at this call.
+        memory: The prepared source, `cell.prepare(value, value_mask)`, computed once per
+            source.
         step: The decoding step `t`: an integer or a scalar or `(batch_size,)` tensor (used
             by local-m; every attention takes it).
         training: Whether dropout is applied.
         return_attention_scores: If `True`, also return the weights `(batch_size, S)`.
+        dropout_mask: Optional attention dropout drawn ahead for this step (see
+            `attention.dropout_mask()`), in place of a random draw.
 
     Returns:
         `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`.
     """
 
-    def __init__(self, cell, attention, units=None, input_feeding=True, **kwargs):
+    def __init__(self, cell, attention, input_feeding=True, **kwargs):
         super().__init__(**kwargs)
         if not (isinstance(cell, keras.layers.Layer) and hasattr(cell, "state_size")):
             raise ValueError(
@@ -59,11 +61,6 @@ class InputFeedingCell(keras.layers.Layer):
                 "The attention of an InputFeedingCell must compute h̃ = tanh(W_c [c; h]): "
                 "create it with attentional_units=<size of h̃>. "
                 f"Received: attention.attentional_units={attention.attentional_units!r}"
-            )
-        if units is not None and units != attention.attentional_units:
-            raise ValueError(
-                f"Argument units must equal attention.attentional_units "
-                f"({attention.attentional_units}). Received: units={units!r}"
             )
         self.cell = cell
         self.attention = attention
@@ -87,16 +84,27 @@ class InputFeedingCell(keras.layers.Layer):
     def cell_output_size(self):
         return getattr(self.cell, "output_size", None) or self.cell_state_size[0]
 
-    def build(self, inputs_shape, memory_shape):
-        """`memory_shape`: the shape of the encoder states `(batch_size, S, d)` (or of a
-        prepared memory, a dict holding it under `"value"`)."""
-        if isinstance(memory_shape, dict):
-            memory_shape = memory_shape["value"]
+    def build(self, inputs_shape, memory_shape=None):
+        """Builds the wrapped cell for inputs `(batch_size, input_dim)`, and the attention if
+        it is not built yet from the shapes of a memory (a dict holding the value's under
+        `"value"`)."""
         input_dim = inputs_shape[-1] + (self.units if self.input_feeding else 0)
         if not self.cell.built:
             self.cell.build((inputs_shape[0], input_dim))
+        if memory_shape is not None:
+            self.build_attention(memory_shape["value"])
+
+    def build_attention(self, value_shape):
+        """Builds the attention, if it is not built yet, for encoder states of `value_shape`
+        and queries of the wrapped cell's output size."""
         if not self.attention.built:
-            self.attention.build((inputs_shape[0], self.cell_output_size), memory_shape)
+            self.attention.build((value_shape[0], self.cell_output_size), value_shape)
+
+    def prepare(self, value, value_mask=None):
+        """The memory every step attends to: `attention.prepare(value, value_mask)` (the
+        attention built first if it is not yet), computed once per source."""
+        self.build_attention(value.shape)
+        return self.attention.prepare(value, value_mask)
 
     def get_initial_state(self, batch_size, cell_states=None):
         """Zeros for every state, or `cell_states` (e.g. the encoder's final `[h, c]`) followed
@@ -136,9 +144,9 @@ class InputFeedingCell(keras.layers.Layer):
         step=None,
         training=None,
         return_attention_scores=False,
+        dropout_mask=None,
     ):
-        if not isinstance(memory, dict):
-            memory = self.attention.prepare(memory)
+        self.check_step_arguments(inputs, states, memory)
         *cell_states, feed = states
         if self.input_feeding:
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
@@ -150,6 +158,7 @@ class InputFeedingCell(keras.layers.Layer):
             step=step,
             training=training,
             return_attention_scores=return_attention_scores,
+            dropout_mask=dropout_mask,
         )
         attentional = attended[0] if return_attention_scores else attended
         new_states = [*keras.tree.flatten(new_cell_states), attentional]
@@ -164,10 +173,18 @@ class InputFeedingCell(keras.layers.Layer):
         return (batch, self.units), [(batch, size) for size in self.state_size]
 
     def compute_output_spec(
-        self, inputs, states, memory, step=None, training=None, return_attention_scores=False
+        self,
+        inputs,
+        states,
+        memory,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
     ):
-        value = memory["value"] if isinstance(memory, dict) else memory
-        output_shape, state_shapes = self.compute_output_shape(inputs.shape, None, value.shape)
+        self.check_step_arguments(inputs, states, memory)
+        value = memory["value"]
+        output_shape, state_shapes = self.compute_output_shape(inputs.shape)
         result = [
             keras.KerasTensor(output_shape, self.compute_dtype),
             [keras.KerasTensor(shape, self.compute_dtype) for shape in state_shapes],
@@ -176,13 +193,30 @@ class InputFeedingCell(keras.layers.Layer):
             result.append(keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32"))
         return tuple(result)
 
+    def check_step_arguments(self, inputs, states, memory):
+        """Refuses what one step cannot run on: `inputs` not `(batch_size, input_dim)`, a
+        number of states other than `state_size`'s, a memory that is not prepared."""
+        check_rank("inputs", inputs.shape, (2,))
+        if not isinstance(states, (list, tuple)) or len(states) != len(self.state_size):
+            shapes = [tuple(getattr(s, "shape", ())) for s in keras.tree.flatten(states)]
+            raise ValueError(
+                f"Invalid states: expected a list of {len(self.state_size)} states, the cell's "
+                f"then h̃_(t-1), of sizes {self.state_size} (get_initial_state() makes them). "
+                f"Received: {len(shapes)} states of shapes {shapes}"
+            )
+        if not isinstance(memory, dict) or "value" not in memory:
+            raise TypeError(
+                "Invalid memory: expected the prepared source, cell.prepare(value, "
+                "value_mask) (decoder.prepare and attention.prepare give the same). "
+                f"Received: memory of type {type(memory).__name__}"
+            )
+
     def get_config(self):
         config = super().get_config()
         config.update(
             {
                 "cell": keras.saving.serialize_keras_object(self.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
-                "units": self.units,
                 "input_feeding": self.input_feeding,
             }
         )
@@ -190,7 +224,10 @@ class InputFeedingCell(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**deserialize_nested(config))
+        config = deserialize_nested(config)
+        # Files from keras-luong 0.1.0 store units, which always equalled the attention's.
+        config.pop("units", None)
+        return cls(**config)
 
 
 def deserialize_nested(config):

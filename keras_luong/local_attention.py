@@ -1,9 +1,11 @@
 import keras
 from keras import ops
 
+from keras_luong.checks import check_integer, check_one_of, check_step
 from keras_luong.scores import BaseLuongAttention, project
 
-ALIGNMENTS = ("monotonic", "predictive")
+# The alignments of local attention; a model's `alignment` is one of these or "global".
+LOCAL_ALIGNMENTS = ("monotonic", "predictive")
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -48,7 +50,6 @@ class LocalAttention(BaseLuongAttention):
             instead of the context `c_t`.
         attentional_activation: The activation of `h̃_t`. Defaults to `"tanh"` (the paper's);
             `None` is tensorflow-addons' linear attention layer.
-        max_source_length: Unused: the `"location"` score that needs it is global only.
         dropout: Fraction of the attention weights to drop during training.
         seed: Python integer seed of the dropout.
         kernel_initializer: Initializer of the kernels. Defaults to `"glorot_uniform"`.
@@ -66,9 +67,11 @@ class LocalAttention(BaseLuongAttention):
         memory: Optional `prepare(value, value_mask)`, computed once per source, in place of
             `value` and `value_mask`.
         step: The decoding step of the (first) query: an integer, a scalar tensor or a
-            `(batch_size,)` tensor. Defaults to 0 for a rank-3 query; local-m needs it for a
-            rank-2 query.
+            `(batch_size,)` tensor, `>= 0`. Defaults to 0 for a rank-3 query; local-m needs it
+            for a rank-2 query.
         training: Whether attention dropout is applied.
+        dropout_mask: Optional attention dropout drawn ahead, `(batch_size, Tq, 2D + 1)` (see
+            `dropout_mask()`), in place of a random draw.
         return_attention_scores: If `True`, also return the weights as `(batch_size, Tq, S)`,
             zero outside each window (built only on request).
         return_positions: If `True`, also return the aligned positions `p_t`, `(batch_size, Tq)`.
@@ -107,22 +110,14 @@ class LocalAttention(BaseLuongAttention):
         score_mode="general",
         **kwargs,
     ):
-        if alignment not in ALIGNMENTS:
-            raise ValueError(
-                "Invalid value for argument alignment. "
-                f"Expected one of {ALIGNMENTS}. Received: alignment={alignment!r}"
-            )
+        check_one_of("alignment", alignment, LOCAL_ALIGNMENTS)
         if score_mode == "location":
             raise ValueError(
                 "The 'location' score is defined over the whole source, not a moving window; "
                 "use GlobalAttention for it or another score_mode. "
                 f"Received: score_mode={score_mode!r}"
             )
-        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
-            raise ValueError(
-                "Invalid value for argument window. Expected a non-negative integer "
-                f"(the half-width D). Received: window={window!r}"
-            )
+        window = check_integer("window", window, minimum=0)
         if sigma is not None and not (isinstance(sigma, (int, float)) and sigma > 0):
             raise ValueError(
                 f"Invalid value for argument sigma. Expected a positive number. "
@@ -133,13 +128,7 @@ class LocalAttention(BaseLuongAttention):
                 "local-p with window=0 has sigma = window / 2 = 0; pass a positive sigma. "
                 f"Received: window={window!r}, sigma={sigma!r}"
             )
-        if position_units is not None and (
-            not isinstance(position_units, int) or position_units < 1
-        ):
-            raise ValueError(
-                "Invalid value for argument position_units. Expected a positive integer or "
-                f"None. Received: position_units={position_units!r}"
-            )
+        check_integer("position_units", position_units, allow_none=True)
         super().__init__(score_mode=score_mode, **kwargs)
         self.alignment = alignment
         self.window = window
@@ -171,12 +160,12 @@ class LocalAttention(BaseLuongAttention):
     def prepare(self, value, value_mask=None):
         """The per-source memory of `BaseLuongAttention.prepare`, plus what the window gather
         needs: each source's length `S_i` (int32 `(B,)`, from the mask; an integer so that a
-        mixed-precision layer's input casting cannot round it), the value flattened to
-        `(B * S, d_v)` and the mask to `(B * S,)`. A flat `take` is the cheapest gather on
-        every backend once the flattening is paid, and it is paid once per source here
-        (eager JAX copies the value to reshape it). The keys are not projected: a window is
-        projected once it is gathered (or, for `"general"`, the query is), so the cost per
-        step does not grow with S."""
+        mixed-precision layer's input casting cannot round it), its first valid position,
+        the value and the keys flattened to `(B * S, d)` and the mask to `(B * S,)`. A flat
+        `take` is the cheapest gather on every backend once the flattening is paid, and it is
+        paid once per source here (eager JAX copies the value to reshape it), so the cost per
+        step does not grow with S. The flat tables index the batch, so a memory for several
+        hypotheses per source (beam search) is prepared from the repeated value."""
         memory = super().prepare(value, value_mask)
         value = memory["value"]
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
@@ -190,18 +179,13 @@ class LocalAttention(BaseLuongAttention):
         else:
             memory["lengths"] = ops.full((batch,), source_length, dtype="int32")
         memory["flat_value"] = ops.reshape(value, (-1, value.shape[-1]))
+        if memory["keys"] is not value:
+            keys = memory["keys"]
+            memory["flat_keys"] = ops.reshape(keys, (-1, keys.shape[-1]))
         return memory
 
     def candidates(self, source_length):
         return 2 * self.window + 1
-
-    def _general_score(self, query, keys):
-        # `h_t · W_a h̄_s = (h_t W_a^T) · h̄_s`: the query is projected, not the source.
-        return super()._general_score(project(query, ops.transpose(self.key_kernel)), keys)
-
-    def _concat_score(self, query, keys):
-        # Only the gathered window is projected.
-        return super()._concat_score(query, project(keys, self.key_kernel))
 
     def aligned_positions(self, query, lengths, step=None, starts=None):
         """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`;
@@ -218,7 +202,15 @@ class LocalAttention(BaseLuongAttention):
             return positions
         return positions + ops.expand_dims(ops.cast(starts, "float32"), -1)
 
-    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+    def attend(
+        self,
+        query,
+        memory,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
+    ):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         if value.shape[0] == 0 or value.shape[1] == 0:
@@ -238,10 +230,13 @@ class LocalAttention(BaseLuongAttention):
             ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
         )
         value_window = ops.take(memory["flat_value"], flat_index, axis=0)
+        keys_window = value_window
+        if "flat_keys" in memory:
+            keys_window = ops.take(memory["flat_keys"], flat_index, axis=0)
         if "flat_mask" in memory:
             inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
 
-        weights = self.normalize(self.score(query, value_window), inside)
+        weights = self.normalize(self.score(query, keys_window), inside)
         if self.alignment == "predictive":
             distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
             weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
@@ -249,9 +244,7 @@ class LocalAttention(BaseLuongAttention):
                 total = ops.sum(weights, axis=-1, keepdims=True)
                 weights = weights / ops.where(total > 0, total, ops.ones_like(total))
 
-        context = self.combine(
-            weights, value_window, training=training, dropout_mask=memory.get("dropout_mask")
-        )
+        context = self.combine(weights, value_window, training, dropout_mask)
         output = self.attentional_state(context, query)
         if not return_attention_scores:
             return output, None, positions
@@ -282,13 +275,15 @@ class LocalAttention(BaseLuongAttention):
         training=None,
         return_attention_scores=False,
         return_positions=False,
+        dropout_mask=None,
     ):
+        step = check_step(step)
         if self.alignment == "monotonic" and step is None and len(query.shape) == 2:
             raise ValueError(
                 "local-m (alignment='monotonic') aligns step t with source position t, so a "
                 "one-step (rank-2) query needs its step index. Received: step=None"
             )
-        output, weights, positions = self._attend_call(
+        output, weights, positions = self.attend_call(
             query,
             value,
             query_mask,
@@ -297,11 +292,19 @@ class LocalAttention(BaseLuongAttention):
             step,
             training,
             return_attention_scores,
+            dropout_mask,
         )
         outputs = (output, weights) if return_attention_scores else (output,)
         if return_positions:
             outputs += (positions,)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def compute_output_spec(self, query, value=None, return_positions=False, **kwargs):
+        outputs = super().compute_output_spec(query, value, **kwargs)
+        if not return_positions:
+            return outputs
+        positions = keras.KerasTensor(tuple(query.shape[:-1]), "float32")
+        return (*outputs, positions) if isinstance(outputs, tuple) else (outputs, positions)
 
     def get_config(self):
         config = super().get_config()
@@ -315,3 +318,11 @@ class LocalAttention(BaseLuongAttention):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        # Files from keras-luong 0.1.0 store the unused max_source_length of the base class.
+        if config.get("max_source_length", "absent") is None:
+            del config["max_source_length"]
+        return cls(**config)

@@ -1,13 +1,14 @@
 """Greedy and beam search decoding in keras-hub's `Sampler` call convention, in `keras.ops`
-only (keras-hub is not needed; its samplers are accepted too)."""
+only (keras-hub is not needed; its samplers are accepted too), and the look-up of a sampler by
+name: `get("beam")`, `serialize(sampler)`, `deserialize(config)`, as `keras_hub.samplers`
+has."""
 
-import numbers
+import sys
 
 import keras
 from keras import ops, tree
 
-# A log-probability no hypothesis can reach: finite, so sums and divisions stay finite.
-_IMPOSSIBLE = -1e9
+from keras_luong.checks import MASKED_SCORE, check_integer
 
 
 class Sampler:
@@ -31,7 +32,7 @@ class Sampler:
     """
 
     def __init__(self, temperature=1.0):
-        if not temperature > 0:
+        if isinstance(temperature, bool) or not temperature > 0:
             raise ValueError(
                 "Invalid value for argument temperature. Expected a number > 0. "
                 f"Received: temperature={temperature!r}"
@@ -160,20 +161,12 @@ class BeamSearchSampler(Sampler):
         return_all_beams=False,
         temperature=1.0,
     ):
-        if not isinstance(num_beams, numbers.Integral) or num_beams < 1:
-            raise ValueError(
-                "Invalid value for argument num_beams. Expected a positive integer. "
-                f"Received: num_beams={num_beams!r}"
-            )
-        if not length_penalty >= 0:
+        num_beams = check_integer("num_beams", num_beams)
+        min_length = check_integer("min_length", min_length, minimum=0)
+        if isinstance(length_penalty, bool) or not length_penalty >= 0:
             raise ValueError(
                 "Invalid value for argument length_penalty. Expected a number >= 0. "
                 f"Received: length_penalty={length_penalty!r}"
-            )
-        if not isinstance(min_length, numbers.Integral) or min_length < 0:
-            raise ValueError(
-                "Invalid value for argument min_length. Expected an integer >= 0. "
-                f"Received: min_length={min_length!r}"
             )
         super().__init__(temperature=temperature)
         self.num_beams = int(num_beams)
@@ -214,7 +207,7 @@ class BeamSearchSampler(Sampler):
         cache = tree.map_structure(create_beams, cache)
         # Only the first copy of each example is live at first, so that the beams differ.
         log_probs = ops.tile(
-            ops.convert_to_tensor([0.0] + [_IMPOSSIBLE] * (beams - 1), "float32"), [batch_size]
+            ops.convert_to_tensor([0.0] + [MASKED_SCORE] * (beams - 1), "float32"), [batch_size]
         )
         finished = ops.zeros((batch_size * beams,), "bool")
         lengths = ops.zeros((batch_size * beams,), "int32")
@@ -234,10 +227,10 @@ class BeamSearchSampler(Sampler):
             if stop_token_ids and self.min_length:
                 too_short = ops.less(lengths, self.min_length)[:, None]
                 token_log_probs = ops.where(
-                    ops.logical_and(too_short, is_stop[None]), _IMPOSSIBLE, token_log_probs
+                    ops.logical_and(too_short, is_stop[None]), MASKED_SCORE, token_log_probs
                 )
             # A finished hypothesis has one continuation, padding, at no cost.
-            frozen = ops.where(ops.equal(ids, 0), 0.0, _IMPOSSIBLE)
+            frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
             token_log_probs = ops.where(finished[:, None], frozen[None], token_log_probs)
             candidates = log_probs[:, None] + token_log_probs
             candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
@@ -292,6 +285,74 @@ class BeamSearchSampler(Sampler):
             }
         )
         return config
+
+
+# The samplers `get` knows by name, built with their defaults.
+_BY_NAME = {"greedy": GreedySampler, "beam": BeamSearchSampler}
+
+
+def is_sampler(sampler):
+    """Whether `sampler` is keras-luong's or keras-hub's (keras-hub is not imported for this:
+    if it is not imported yet, no object can be one of its samplers)."""
+    if isinstance(sampler, Sampler):
+        return True
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(sampler, keras_hub.samplers.Sampler)
+
+
+def get(identifier):
+    """A sampler from a name, a config or a sampler.
+
+    `"greedy"` and `"beam"` are keras-luong's `GreedySampler()` and `BeamSearchSampler()` with
+    their defaults; any other name is looked up in `keras_hub.samplers` (`"top_k"`, `"top_p"`,
+    ..., when keras-hub is installed). A dict is a config from `serialize`. A sampler
+    object (keras-luong's or keras-hub's) is returned as it is.
+
+    Example:
+
+    ```python
+    sampler = keras_luong.samplers.get("beam")  # BeamSearchSampler(num_beams=5)
+    ```
+    """
+    if is_sampler(identifier):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str):
+        if identifier in _BY_NAME:
+            return _BY_NAME[identifier]()
+        try:
+            import keras_hub
+        except ImportError:
+            keras_hub = None
+        if keras_hub is not None:
+            try:
+                sampler = keras_hub.samplers.get(identifier)
+            except ValueError:
+                sampler = None
+            if is_sampler(sampler):  # keras-hub hands an unknown name back as it is
+                return sampler
+    raise ValueError(
+        f"Invalid value for argument sampler. Expected one of {tuple(_BY_NAME)}, the name of "
+        "a keras_hub sampler, a sampler config, or a keras_luong or keras_hub Sampler. "
+        f"Received: sampler={identifier!r}"
+    )
+
+
+def serialize(sampler):
+    """A sampler's config, for `deserialize` (or `get`)."""
+    return keras.saving.serialize_keras_object(sampler)
+
+
+def deserialize(config):
+    """The sampler a `serialize` config describes."""
+    sampler = keras.saving.deserialize_keras_object(config)
+    if not is_sampler(sampler):
+        raise ValueError(
+            f"Invalid sampler config: it describes a {type(sampler).__name__}, not a sampler. "
+            f"Received: config={config!r}"
+        )
+    return sampler
 
 
 def pad_after_end(ids, stop_token_ids):

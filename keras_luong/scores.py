@@ -1,39 +1,75 @@
 """The Luong score functions and the attention pipeline they share.
 
-`BaseLuongAttention` owns what every Luong attention layer has in common: the score
-weights, the per-source memory (keys projected once), the masked softmax (in float32 when the
-compute dtype is lower), attention dropout, the query mask, and the optional attentional
-hidden state `h̃ = tanh(W_c [c; h])`. `GlobalAttention` and `LocalAttention` differ only in
-which source positions each query step looks at (their `attend`).
+`BaseLuongAttention` owns what every Luong attention layer has in common: the table of score
+modes (their weights, the keys projected once per source, the score), the per-source memory,
+the masked softmax (in float32 when the compute dtype is lower), attention dropout, the query
+mask, and the optional attentional hidden state `h̃ = tanh(W_c [c; h])`. `GlobalAttention` and
+`LocalAttention` differ only in which source positions each query step looks at (their
+`attend`); `GlobalAttention` adds the `"location"` score, which needs the whole source.
 """
+
+import re
 
 import keras
 from keras import ops
 
-SCORE_MODES = ("dot", "general", "concat", "location")
+from keras_luong.checks import (
+    MASKED_SCORE,
+    as_bool,
+    check_batch,
+    check_floating,
+    check_integer,
+    check_mask,
+    check_rank,
+    check_rate,
+)
 
-# Large enough to vanish in a float32 softmax; the softmax never runs in a lower precision.
-_MASK_SCORE = -1e9
+_SCORE_METHOD = re.compile(r"^_(\w+)_score$")
+
+
+def score_modes_of(cls):
+    """The score modes a layer class defines: one per `_<mode>_score` method, the base
+    class's first, in the order they are defined."""
+    modes = []
+    for klass in reversed(cls.__mro__):
+        for name in vars(klass):
+            match = _SCORE_METHOD.match(name)
+            if match and match.group(1) not in modes:
+                modes.append(match.group(1))
+    return tuple(modes)
 
 
 class BaseLuongAttention(keras.layers.Layer):
     """Base class of the Luong attention layers: the shared score-mask-softmax pipeline.
 
-    Subclasses implement `attend(query, memory, step, training)`, which decides which source
-    positions each query step attends to; this class prepares the per-source memory, scores a
-    query against keys (one small method per score mode), normalises the scores over the
-    valid positions and combines values.
+    Subclasses implement `attend(query, memory, step, training, return_attention_scores,
+    dropout_mask)`, which decides which source positions each query step attends to; this
+    class prepares the per-source memory, scores a query against keys, normalises the scores
+    over the valid positions and combines values.
+
+    The score modes are one table, read by both attention layers:
+
+    | mode | weights (`_<mode>_weights`) | keys, once per source | score (`_<mode>_score`) |
+    |---|---|---|---|
+    | `"dot"` | none | `h̄_s` | `h_t · h̄_s` |
+    | `"general"` | `key_kernel` (`W_a`) | `W_a h̄_s` | `h_t · (W_a h̄_s)` |
+    | `"concat"` | `query_kernel`, `key_kernel`, `score_kernel` | `W_k h̄_s` | see below |
+
+    where `"concat"` scores `v_a · tanh(W_q h_t + W_k h̄_s)`, `v_a` being its `score_kernel`.
+
+    (`GlobalAttention` adds `"location"`.) A subclass adds a score mode by defining one method,
+    `_<mode>_score(self, query, keys)`: `query` is `(B, T, d_q)`, `keys` `(B, S, d_k)` (every
+    step scores the whole source) or `(B, T, W, d_k)` (a window per step), and it returns
+    `(B, T, S)` or `(B, T, W)` scores. It may define `_<mode>_weights(self, query_dim,
+    value_dim)`, a dict of kernel names and shapes; a kernel named `key_kernel` projects the
+    keys, once per source.
 
     Args:
-        score_mode: How a decoder state `h_t` is scored against an encoder state `h̄_s`.
-            One of `"dot"` (`h_t · h̄_s`), `"general"` (`h_t · W_a h̄_s`), `"concat"`
-            (`v_a · tanh(W_q h_t + W_k h̄_s)`) or `"location"` (`softmax(W_a h_t)`, global
-            attention only). Defaults to `"general"`.
+        score_mode: How a decoder state `h_t` is scored against an encoder state `h̄_s`:
+            one of `score_modes` (the table above). Defaults to `"general"`.
         units: Width of the hidden layer of the `"concat"` score. Defaults to the query's
             last dimension. Only used by `"concat"`.
         use_scale: If `True`, a learned scalar (initialised to 1) multiplies the scores.
-        max_source_length: The fixed source length that the `"location"` score is computed
-            over; required by `"location"`, unused by the others.
         attentional_units: If set, the layer returns the attentional hidden state
             `tanh(W_c [c_t; h_t])` of this width instead of the context `c_t`.
         attentional_activation: The activation of the attentional hidden state. Defaults to
@@ -45,14 +81,15 @@ class BaseLuongAttention(keras.layers.Layer):
         kernel_regularizer: Optional regularizer of every kernel.
     """
 
-    score_modes = SCORE_MODES
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.score_modes = score_modes_of(cls)
 
     def __init__(
         self,
         score_mode="general",
         units=None,
         use_scale=False,
-        max_source_length=None,
         attentional_units=None,
         attentional_activation="tanh",
         dropout=0.0,
@@ -67,23 +104,12 @@ class BaseLuongAttention(keras.layers.Layer):
                 "Invalid value for argument score_mode. "
                 f"Expected one of {self.score_modes}. Received: score_mode={score_mode!r}"
             )
-        _check_positive_int_or_none("units", units)
-        _check_positive_int_or_none("max_source_length", max_source_length)
-        _check_positive_int_or_none("attentional_units", attentional_units)
-        if score_mode == "location" and max_source_length is None:
-            raise ValueError(
-                "The 'location' score needs argument max_source_length (the longest source "
-                "it will see). Received: max_source_length=None"
-            )
-        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                "Invalid value for argument dropout. Expected a float in [0, 1). "
-                f"Received: dropout={dropout!r}"
-            )
+        check_integer("units", units, allow_none=True)
+        check_integer("attentional_units", attentional_units, allow_none=True)
+        check_rate("dropout", dropout)
         self.score_mode = score_mode
         self.units = units
         self.use_scale = use_scale
-        self.max_source_length = max_source_length
         self.attentional_units = attentional_units
         self.attentional_activation = keras.activations.get(attentional_activation)
         self.dropout = dropout
@@ -94,8 +120,8 @@ class BaseLuongAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, query_shape, value_shape):
-        _check_rank("query", query_shape, (2, 3))
-        _check_rank("value", value_shape, (3,))
+        check_rank("query", query_shape, (2, 3))
+        check_rank("value", value_shape, (3,))
         query_dim, value_dim = query_shape[-1], value_shape[-1]
         if query_dim is None or value_dim is None:
             raise ValueError(
@@ -108,22 +134,13 @@ class BaseLuongAttention(keras.layers.Layer):
                 "use score_mode='general' to score states of different sizes. "
                 f"Received: query.shape={tuple(query_shape)}, value.shape={tuple(value_shape)}"
             )
-        self._check_source_length(value_shape[1])
-        units = self.units or query_dim
-        # The weights of each score mode, created in this order (the order a .keras file
-        # stores them in).
-        score_weights = {
-            "dot": {},
-            "general": {"key_kernel": (value_dim, query_dim)},
-            "concat": {
-                "query_kernel": (query_dim, units),
-                "key_kernel": (value_dim, units),
-                "score_kernel": (units,),
-            },
-            "location": {"location_kernel": (query_dim, self.max_source_length)},
-        }[self.score_mode]
-        self.query_kernel = self.key_kernel = self.score_kernel = self.location_kernel = None
-        for name, shape in score_weights.items():
+        self.check_source_length(value_shape[1])
+        # The score mode's weights, in the order its table entry lists them (the order a
+        # .keras file stores them in).
+        self.key_kernel = None
+        make_weights = getattr(self, f"_{self.score_mode}_weights", None)
+        shapes = make_weights(query_dim, value_dim) if make_weights else {}
+        for name, shape in shapes.items():
             setattr(self, name, self._add_kernel(name, shape))
         self.scale = (
             self.add_weight(name="scale", shape=(), initializer="ones") if self.use_scale else None
@@ -152,32 +169,40 @@ class BaseLuongAttention(keras.layers.Layer):
         scores against (the keys `W_a h̄_s` of `"general"`, `W_k h̄_s` of `"concat"`, the
         windows' gather tables of local attention). Pass it as `memory=` to score many
         decoding steps against one source without recomputing any of it; it is a plain
-        structure, so it can be closed over by a loop or repeated per beam with
-        `keras.tree.map_structure`.
+        structure, so it can be closed over by a loop.
+
+        A memory is laid out per source (local attention's gather tables index the flattened
+        batch), so to attend to one source from several hypotheses at once (beam search),
+        repeat the value and its mask per hypothesis first, then prepare the repeated value.
         """
-        _check_rank("value", value.shape, (3,))
+        check_rank("value", value.shape, (3,))
         if not self.built:
             raise ValueError(
                 f"{self.name} has no weights yet, so it cannot prepare a memory: call it once, "
                 "or build it with layer.build(query_shape, value_shape), first. "
                 f"Received: value.shape={tuple(value.shape)}"
             )
-        _check_floating("value", value)
-        self._check_source_length(value.shape[1])
+        check_floating("value", value)
+        self.check_source_length(value.shape[1])
         # A tensor of the compute dtype, as the layer's call would make it: a numpy array or
         # float64 value left in the memory would be converted again (O(S)) at every call.
         value = ops.convert_to_tensor(value, dtype=self.compute_dtype)
-        mask = _check_mask("value_mask", value_mask, value.shape[:2])
-        if mask is None:
-            return {"value": value}
-        # Whatever a padded position holds (even NaN or inf) must not reach the output or the
-        # gradient: a weight of zero times NaN is NaN, so the states themselves are zeroed.
-        value = ops.where(ops.expand_dims(mask, -1), value, ops.zeros_like(value))
-        return {"value": value, "mask": mask}
+        mask = check_mask("value_mask", value_mask, value.shape[:2])
+        memory = {}
+        if mask is not None:
+            # Whatever a padded position holds (even NaN or inf) must not reach the output or
+            # the gradient: a weight of zero times NaN is NaN, so the states themselves are
+            # zeroed.
+            value = ops.where(ops.expand_dims(mask, -1), value, ops.zeros_like(value))
+            memory["mask"] = mask
+        memory["value"] = value
+        memory["keys"] = self.project_keys(value)
+        return memory
 
     def project_keys(self, value):
-        """`W_a h̄_s` for `"general"`, `W_k h̄_s` for `"concat"`; the states themselves for
-        `"dot"` (and, unused, `"location"`)."""
+        """The keys the score mode scores against, once per source: `value @ key_kernel`
+        where the mode has a `key_kernel` (`W_a h̄_s` for `"general"`, `W_k h̄_s` for
+        `"concat"`), else the states themselves."""
         return value if self.key_kernel is None else project(value, self.key_kernel)
 
     # -- the pieces subclasses put together -------------------------------------------------
@@ -199,17 +224,25 @@ class BaseLuongAttention(keras.layers.Layer):
             return ops.einsum("btd,btwd->btw", query, keys)
         return ops.einsum("btd,bsd->bts", query, keys)
 
+    def _general_weights(self, query_dim, value_dim):
+        return {"key_kernel": (value_dim, query_dim)}
+
     def _general_score(self, query, keys):
         # The keys are `W_a h̄_s` already (projected once per source).
         return self._dot_score(query, keys)
+
+    def _concat_weights(self, query_dim, value_dim):
+        units = self.units or query_dim
+        return {
+            "query_kernel": (query_dim, units),
+            "key_kernel": (value_dim, units),
+            "score_kernel": (units,),
+        }
 
     def _concat_score(self, query, keys):
         hidden = ops.expand_dims(project(query, self.query_kernel), axis=2)
         keys = keys if len(keys.shape) == 4 else ops.expand_dims(keys, axis=1)
         return project(ops.tanh(hidden + keys), self.score_kernel)
-
-    def _location_score(self, query, keys):
-        return project(query, self.location_kernel)[..., : ops.shape(keys)[1]]
 
     def normalize(self, scores, mask=None):
         """Softmax over the last axis, restricted to `mask`; computed in float32 when the
@@ -222,15 +255,15 @@ class BaseLuongAttention(keras.layers.Layer):
             weights = ops.ones_like(scores)
         else:
             if mask is not None:
-                scores = ops.where(mask, scores, ops.cast(_MASK_SCORE, scores.dtype))
+                scores = ops.where(mask, scores, ops.cast(MASKED_SCORE, scores.dtype))
             weights = ops.softmax(scores, axis=-1)
         return weights if mask is None else weights * ops.cast(mask, weights.dtype)
 
     def combine(self, weights, value, training=None, dropout_mask=None):
         """Applies attention dropout and returns the weighted sum of `value`: `(B, T, S)` weights
         with `(B, S, d)` values, or `(B, T, W)` weights with `(B, T, W, d)` windows.
-        `dropout_mask`, from `dropout_mask()`, replaces the random draw (a loop draws the
-        masks of all its steps before it starts, as Keras' RNN does for its cells)."""
+        `dropout_mask`, a slice of `dropout_mask()`, replaces the random draw (a loop draws
+        the masks of all its steps before it starts, as Keras' RNN does for its cells)."""
         weights = ops.cast(weights, value.dtype)
         if training and self.dropout > 0:
             if dropout_mask is None:
@@ -250,11 +283,20 @@ class BaseLuongAttention(keras.layers.Layer):
             project(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
         )
 
-    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
+    def attend(
+        self,
+        query,
+        memory,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
+    ):
         """Attends a query `(B, T, d_q)` to a prepared memory. Returns `(output, weights,
         positions)`: the output `(B, T, d)`, the weights `(B, T, S)` (only when asked for,
         else `None`) and the aligned positions `(B, T)` (`None` where the layer has none).
-        A memory may hold a `"dropout_mask"` `(B, T, W)` drawn by `dropout_mask()`."""
+        `dropout_mask` `(B, T, W)`, drawn ahead by `dropout_mask()`, replaces the dropout's
+        random draw."""
         raise NotImplementedError
 
     def candidates(self, source_length):
@@ -262,12 +304,14 @@ class BaseLuongAttention(keras.layers.Layer):
         in local attention."""
         return source_length
 
-    def dropout_mask(self, batch_size, steps, source_length):
+    def dropout_mask(self, batch_size, steps, source_length, training=True):
         """Attention dropout drawn ahead for `steps` query steps: `(batch_size, steps, W)`
-        of 0 and `1 / (1 - dropout)`, `W = candidates(source_length)`. A loop (the decoder)
-        draws it before it starts and hands step `t`'s slice to the layer in the memory
-        (`memory["dropout_mask"]`): a random draw inside a compiled JAX loop would leak its
-        seed's state out of the loop."""
+        of 0 and `1 / (1 - dropout)`, `W = candidates(source_length)`; `None` when nothing
+        is dropped (not training, or no dropout). A loop (the decoder) draws it before it
+        starts and passes step `t`'s slice as the `dropout_mask` call argument: a random draw
+        inside a compiled JAX loop would leak its seed's state out of the loop."""
+        if not training or not self.dropout:
+            return None
         shape = (batch_size, steps, self.candidates(source_length))
         return keras.random.dropout(ops.ones(shape), self.dropout, seed=self.seed_generator)
 
@@ -283,14 +327,32 @@ class BaseLuongAttention(keras.layers.Layer):
         step=None,
         training=None,
         return_attention_scores=False,
+        dropout_mask=None,
     ):
-        output, weights, _ = self._attend_call(
-            query, value, query_mask, value_mask, memory, step, training, return_attention_scores
+        output, weights, _ = self.attend_call(
+            query,
+            value,
+            query_mask,
+            value_mask,
+            memory,
+            step,
+            training,
+            return_attention_scores,
+            dropout_mask,
         )
         return (output, weights) if return_attention_scores else output
 
-    def _attend_call(
-        self, query, value, query_mask, value_mask, memory, step, training, return_weights
+    def attend_call(
+        self,
+        query,
+        value,
+        query_mask,
+        value_mask,
+        memory,
+        step,
+        training,
+        return_weights,
+        dropout_mask=None,
     ):
         """The call of every Luong layer: memory, query standardised to `(B, T, d_q)`,
         `attend`, the query mask applied, a one-step query's time axis removed again."""
@@ -301,22 +363,29 @@ class BaseLuongAttention(keras.layers.Layer):
                     "memory=layer.prepare(value, value_mask). Received: value=None, memory=None"
                 )
             memory = self.prepare(value, value_mask)
-        _check_rank("query", query.shape, (2, 3))
-        _check_floating("query", query)
-        _check_batch(query.shape[0], memory["value"].shape[0])
+        check_rank("query", query.shape, (2, 3))
+        check_floating("query", query)
+        check_batch(query.shape[0], memory["value"].shape[0])
         one_step = len(query.shape) == 2
         if one_step:
             query = ops.expand_dims(query, axis=1)
             if query_mask is not None:
-                query_mask = ops.expand_dims(_as_bool(query_mask), axis=1)
-        query_mask = _check_mask("query_mask", query_mask, query.shape[:2])
+                query_mask = ops.expand_dims(as_bool(query_mask), axis=1)
+            if dropout_mask is not None:
+                dropout_mask = ops.expand_dims(dropout_mask, axis=1)
+        query_mask = check_mask("query_mask", query_mask, query.shape[:2])
         if query_mask is not None:
             # Masked steps are computed from zeros, so that nothing they hold (NaN included)
             # reaches the outputs or the gradients.
             keep = ops.expand_dims(query_mask, -1)
             query = ops.where(keep, query, ops.zeros_like(query))
         output, weights, positions = self.attend(
-            query, memory, step=step, training=training, return_attention_scores=return_weights
+            query,
+            memory,
+            step=step,
+            training=training,
+            return_attention_scores=return_weights,
+            dropout_mask=dropout_mask,
         )
         if query_mask is not None:
             output = ops.where(keep, output, ops.zeros_like(output))
@@ -343,30 +412,19 @@ class BaseLuongAttention(keras.layers.Layer):
         step=None,
         training=None,
         return_attention_scores=False,
-        **kwargs,
+        dropout_mask=None,
     ):
         value_shape = (memory["value"] if value is None else value).shape
         output = keras.KerasTensor(
             self.compute_output_shape(query.shape, value_shape), dtype=self.compute_dtype
         )
-        outputs = [output]
-        if return_attention_scores:
-            outputs.append(keras.KerasTensor((*query.shape[:-1], value_shape[1]), "float32"))
-        if kwargs.get("return_positions"):
-            outputs.append(keras.KerasTensor(tuple(query.shape[:-1]), "float32"))
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        if not return_attention_scores:
+            return output
+        return output, keras.KerasTensor((*query.shape[:-1], value_shape[1]), "float32")
 
-    def _check_source_length(self, source_length):
-        if (
-            self.score_mode == "location"
-            and source_length is not None
-            and source_length > self.max_source_length
-        ):
-            raise ValueError(
-                "The 'location' score is defined over at most max_source_length="
-                f"{self.max_source_length} source positions. "
-                f"Received: a value of length {source_length}"
-            )
+    def check_source_length(self, source_length):
+        """Refuses a source the layer cannot attend to (a no-op here; `GlobalAttention`'s
+        `"location"` score has a longest source)."""
 
     def get_config(self):
         config = super().get_config()
@@ -375,7 +433,6 @@ class BaseLuongAttention(keras.layers.Layer):
                 "score_mode": self.score_mode,
                 "units": self.units,
                 "use_scale": self.use_scale,
-                "max_source_length": self.max_source_length,
                 "attentional_units": self.attentional_units,
                 "attentional_activation": keras.activations.serialize(self.attentional_activation),
                 "dropout": self.dropout,
@@ -385,6 +442,9 @@ class BaseLuongAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+BaseLuongAttention.score_modes = score_modes_of(BaseLuongAttention)
 
 
 def project(x, kernel):
@@ -400,57 +460,3 @@ def project(x, kernel):
     leading = ops.shape(x)[:-1]
     y = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)
     return ops.reshape(y, leading) if vector else ops.reshape(y, (*leading, kernel.shape[1]))
-
-
-def _check_positive_int_or_none(name, value):
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(
-            f"Invalid value for argument {name}. Expected a positive integer or None. "
-            f"Received: {name}={value!r}"
-        )
-
-
-def _check_rank(name, shape, ranks):
-    if len(shape) not in ranks:
-        expected = " or ".join(str(r) for r in ranks)
-        raise ValueError(
-            f"Invalid {name}: expected a tensor of rank {expected}. "
-            f"Received: {name}.shape={tuple(shape)} (rank {len(shape)})"
-        )
-
-
-def _check_floating(name, tensor):
-    dtype = keras.backend.standardize_dtype(tensor.dtype)
-    if "float" not in dtype:
-        raise TypeError(
-            f"Invalid {name}: expected floating-point states (cast integer ids through an "
-            f"Embedding first). Received: {name}.dtype={dtype}"
-        )
-
-
-def _check_batch(query_batch, value_batch):
-    if query_batch is not None and value_batch is not None and query_batch != value_batch:
-        raise ValueError(
-            "The query and the value must have the same batch size. "
-            f"Received: query batch size {query_batch}, value batch size {value_batch}"
-        )
-
-
-def _as_bool(mask):
-    mask = ops.convert_to_tensor(mask)
-    return mask if keras.backend.standardize_dtype(mask.dtype) == "bool" else ops.cast(mask, "bool")
-
-
-def _check_mask(name, mask, expected_shape):
-    if mask is None:
-        return None
-    mask = _as_bool(mask)
-    if len(mask.shape) != len(expected_shape) or any(
-        a is not None and b is not None and a != b
-        for a, b in zip(mask.shape, expected_shape, strict=True)
-    ):
-        raise ValueError(
-            f"Invalid {name}: expected shape {tuple(expected_shape)}. "
-            f"Received: {name}.shape={tuple(mask.shape)}"
-        )
-    return mask

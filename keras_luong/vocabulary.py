@@ -77,6 +77,12 @@ class Vocabulary:
                 "Invalid value for argument texts. Expected a list of strings (wrap a single "
                 f"text in a list). Received: texts={texts!r}"
             )
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(
+                    "Invalid value for argument texts. Expected a list of strings. "
+                    f"Received: texts[{i}]={text!r} of type {type(text).__name__}"
+                )
         rows = [self.encode(t, start=start, end=end) for t in texts]
         if length is None:
             length = max((len(r) for r in rows), default=1) or 1

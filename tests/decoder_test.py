@@ -62,7 +62,7 @@ def test_step_by_step_equals_teacher_forcing(attention, input_feeding, cell):
         initial_state = [random((B, H), seed=10 + i) for i in range(size)]
     outputs, weights, states = decoder(
         inputs, memory, initial_state=initial_state, inputs_mask=inputs_mask,
-        memory_mask=memory_mask, return_attention_scores=True, return_state=True,
+        value_mask=memory_mask, return_attention_scores=True, return_state=True,
     )  # fmt: skip
     expected_outputs, expected_weights, expected_states = decode_step_by_step(
         decoder, inputs, memory, inputs_mask, memory_mask, initial_state
@@ -78,20 +78,20 @@ def test_step_by_step_equals_teacher_forcing(attention, input_feeding, cell):
 def test_input_feeding_changes_the_result_and_is_used():
     inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=3)
     feeding = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["global"]())
-    out = to_numpy(feeding(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask))
+    out = to_numpy(feeding(inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask))
     # Zeroing the h̃ part of the cell's input kernel turns input feeding into a no-op.
     plain = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["global"](), input_feeding=False)
     plain(inputs, memory)
     kernel, recurrent, bias, *rest = feeding.get_weights()
     plain.set_weights([kernel[:E], recurrent, bias, *rest])
     assert not np.allclose(
-        out, to_numpy(plain(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask))
+        out, to_numpy(plain(inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask))
     )
     kernel[E:] = 0
     feeding.set_weights([kernel, recurrent, bias, *rest])
     assert_allclose(
-        feeding(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
-        plain(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
+        feeding(inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask),
+        plain(inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask),
     )
 
 
@@ -129,11 +129,11 @@ def test_fast_path_carries_a_built_cells_weights_over(cell_class):
 def test_padding_cannot_change_valid_outputs(input_feeding):
     inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=5)
     decoder = LuongDecoder(keras.layers.LSTMCell(H), ATTENTIONS["local-p"](), input_feeding)
-    out = decoder(inputs, memory, inputs_mask=inputs_mask, memory_mask=memory_mask)
+    out = decoder(inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask)
     noisy_inputs = np.where(inputs_mask[..., None], inputs, 50 * random((B, T, E), seed=6))
     noisy_memory = np.where(memory_mask[..., None], memory, 50 * random((B, S, H), seed=7))
     assert_allclose(
-        decoder(noisy_inputs, noisy_memory, inputs_mask=inputs_mask, memory_mask=memory_mask),
+        decoder(noisy_inputs, noisy_memory, inputs_mask=inputs_mask, value_mask=memory_mask),
         out,
     )
 
@@ -259,7 +259,10 @@ def test_output_shapes_and_specs_match_the_call(cell, input_feeding):
     assert [s.shape[1:] for s in spec[2]] == [tuple(s.shape[1:]) for s in states]
     # The cell's own, one step.
     cell_out, cell_states, cell_weights = decoder.step(
-        inputs[:, 0], decoder.get_initial_state(B), memory, return_attention_scores=True
+        inputs[:, 0],
+        decoder.get_initial_state(B),
+        decoder.prepare(memory),
+        return_attention_scores=True,
     )
     shape, state_shapes = decoder.cell.compute_output_shape((B, E), None, (B, S, H))
     assert shape == tuple(cell_out.shape)

@@ -22,7 +22,12 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 # page -> text the page's comments say its code prints
 PAGES = {
     "quickstart.md": ["['2', '12']", "['4']", "1 2"],
-    "guide/attention.md": ["(2, 3, 16)", "(None, None, 40)", "[0. 1. 2.]"],
+    "guide/attention.md": [
+        "(2, 3, 16)",
+        "(None, None, 40)",
+        "[0. 1. 2.]",
+        "('dot', 'general', 'concat', 'location', 'cosine')",
+    ],
     "guide/decoder.md": ["(2, 5, 16) (2, 5, 9)"],
     "guide/seq2seq.md": ["(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)"],
     "guide/backends.md": ["float16"],

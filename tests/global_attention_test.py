@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import GlobalAttention
+from keras_luong import GlobalAttention, LocalAttention
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
     TestCase,
@@ -323,3 +323,38 @@ def test_fit_lowers_the_loss():
     tgt = rng.integers(1, vocab, (8, T)).astype("int32")
     before, after = fit_lowers_loss(model, [src, tgt], tgt, steps=3, learning_rate=0.5)
     assert np.isfinite(after) and after < before - 1e-3
+
+
+# -- the extension point: a score mode is one method ------------------------------------------
+
+
+class CosineGlobal(GlobalAttention):
+    def _cosine_score(self, query, keys):
+        norm = lambda x: x / keras.ops.sqrt(keras.ops.sum(x * x, axis=-1, keepdims=True))  # noqa: E731
+        return self._dot_score(norm(query), norm(keys))
+
+
+class CosineLocal(LocalAttention):
+    _cosine_score = CosineGlobal._cosine_score
+
+
+def test_a_subclass_adds_a_score_mode_with_one_method():
+    assert CosineGlobal.score_modes == (*GlobalAttention.score_modes, "cosine")
+    assert "cosine" not in GlobalAttention.score_modes
+    assert "location" not in LocalAttention.score_modes
+    query, value = random((B, 4, D), seed=21), random((B, S, D), seed=22)
+    value_mask = np.arange(S) < np.array([[S], [3], [5]])
+    layer = CosineGlobal(score_mode="cosine")
+    context, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    scores = np.einsum("btd,bsd->bts", unit(query.astype("float64")), unit(value))
+    expected = masked_softmax(scores, value_mask[:, None])
+    assert_allclose(weights, expected)
+    assert_allclose(context, np.einsum("bts,bsd->btd", expected, value))
+    assert layer.weights == []  # no _cosine_weights: no kernel
+    # Local attention reads the same table: local-m with a window over the whole source
+    # weighs every valid position as global attention does.
+    local = CosineLocal(alignment="monotonic", window=S + 4, score_mode="cosine")
+    assert_allclose(local(query, value, value_mask=value_mask), context)
+    with pytest.raises(ValueError, match="score_mode='cosine'"):
+        GlobalAttention(score_mode="cosine")

@@ -30,14 +30,12 @@ def test_two_steps_match_the_equations(input_feeding):
     cell = InputFeedingCell(keras.layers.LSTMCell(H), attention, input_feeding=input_feeding)
     h0, c0 = random((B, H), seed=3), random((B, H), seed=4)
     states = cell.get_initial_state(B, [h0, c0])
-    cell.build((B, E), memory.shape)
+    prepared = cell.prepare(memory, memory_mask)  # builds the attention: once per source
     assert_allclose(states[-1], np.zeros((B, U)))
 
     h, c, feed = h0.astype("float64"), c0.astype("float64"), np.zeros((B, U))
     for t in range(2):
-        out, states, weights = cell(
-            xs[t], states, attention.prepare(memory, memory_mask), return_attention_scores=True
-        )
+        out, states, weights = cell(xs[t], states, prepared, return_attention_scores=True)
         x = np.concatenate([xs[t], feed], -1) if input_feeding else xs[t]
         h, c = reference_lstm(cell.cell, x, h, c)
         expected_weights = masked_softmax(
@@ -57,7 +55,7 @@ def test_state_of_stacked_cells():
     cell = InputFeedingCell(stacked, GlobalAttention(attentional_units=U))
     assert cell.state_size == [H, H, 5, U]
     states = cell.get_initial_state(B)
-    out, new_states = cell(random((B, E)), states, random((B, S, 5)))
+    out, new_states = cell(random((B, E)), states, cell.prepare(random((B, S, 5))))
     assert [tuple(s.shape) for s in new_states] == [(B, H), (B, H), (B, 5), (B, U)]
     # The first layer's h feeds the second; the second's h is what attention sees.
     assert_allclose(new_states[-1], out)
@@ -71,7 +69,6 @@ def test_state_of_stacked_cells():
         ({"cell": "lstm"}, "argument cell"),
         ({"attention": keras.layers.Attention()}, "argument attention"),
         ({"attention": GlobalAttention()}, "attentional_units=None"),
-        ({"units": 9}, "units=9"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
@@ -97,5 +94,5 @@ class TestInputFeedingCellLayer(TestCase):
             keras.layers.GRUCell(H), attention_class(score_mode="concat", attentional_units=U)
         )
         states = cell.get_initial_state(B)
-        inputs = [random((B, E), seed=6), states, random((B, S, H), seed=5)]
+        inputs = [random((B, E), seed=6), states, cell.prepare(random((B, S, H), seed=5))]
         self.run_serialization_test(cell, inputs, {"step": 0})

@@ -169,7 +169,7 @@ def test_step_decoding_equals_teacher_forcing(case, input_feeding):
     attention = make_layer({**case, "attentional": True})
     cell = keras.layers.LSTMCell(case["value"].shape[-1])  # the dot score needs equal sizes
     decoder = LuongDecoder(cell, attention, input_feeding=input_feeding)
-    forced = to_numpy(decoder(inputs, case["value"], memory_mask=case["mask"]))
+    forced = to_numpy(decoder(inputs, case["value"], value_mask=case["mask"]))
     memory = decoder.prepare(case["value"], case["mask"])
     states = decoder.get_initial_state(batch)
     for t in range(steps):

@@ -10,7 +10,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import GlobalAttention, LocalAttention, LuongDecoder, LuongSeq2Seq
+from keras_luong import (
+    BeamSearchSampler,
+    GlobalAttention,
+    LocalAttention,
+    LuongDecoder,
+    LuongSeq2Seq,
+)
 from keras_luong.vocabulary import Vocabulary
 from tests.test_case import (
     BACKEND,
@@ -235,7 +241,7 @@ def test_fit_refuses_bad_token_ids(source, target_in, target_out, message):
 
 def test_generate_refuses_bad_arguments():
     model = _model()
-    with pytest.raises(ValueError, match=r"Invalid source: token ids must be in \[0, 7\)"):
+    with pytest.raises(ValueError, match=r"Invalid inputs: token ids must be in \[0, 7\)"):
         model.generate(SOURCE + 7, 3)
     with pytest.raises(ValueError, match="max_length=-1"):
         model.generate(SOURCE, -1)
@@ -348,3 +354,87 @@ def test_truncated_keras_file_is_refused(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="zip"):
         keras.saving.load_model(path)
+
+
+# -- entry points that must refuse bad input with a message naming it --------------------------
+
+
+def test_decoder_refuses_inputs_of_one_step():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    with pytest.raises(ValueError, match=r"Invalid inputs: expected a tensor of rank 3"):
+        decoder(random((B, D), 1), random((B, S, D), 2))
+
+
+def test_step_refuses_missing_states_and_unprepared_memory():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    value = random((B, S, D), 2)
+    decoder(random((B, T, D), 1), value)
+    memory = decoder.prepare(value)
+    h, c, attentional = decoder.get_initial_state(B)
+    with pytest.raises(ValueError, match="Invalid states: expected a list of 3 states"):
+        decoder.step(random((B, D), 3), [h, c], memory)  # h̃ left out
+    with pytest.raises(TypeError, match="Invalid memory: expected the prepared source"):
+        decoder.step(random((B, D), 3), [h, c, attentional], value)
+    with pytest.raises(ValueError, match=r"Invalid inputs: expected a tensor of rank 2"):
+        decoder.step(random((B, T, D), 3), [h, c, attentional], memory)
+
+
+def test_local_m_refuses_a_negative_step():
+    layer = LocalAttention(alignment="monotonic", window=2)
+    with pytest.raises(ValueError, match="step=-3"):
+        layer(random((B, D), 1), random((B, S, D), 2), step=-3)
+    with pytest.raises(ValueError, match="step=1.5"):
+        layer(random((B, D), 1), random((B, S, D), 2), step=1.5)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: LuongSeq2Seq(7, 7, dropout=1.5), "argument dropout. .*dropout=1.5"),
+        (lambda: LuongSeq2Seq(7, 7, attention_dropout=-0.1), "attention_dropout=-0.1"),
+        (lambda: LuongSeq2Seq(7, 7, start_token=7), "start_token=7"),
+        (lambda: LocalAttention(position_units=True), "position_units=True"),
+        (lambda: LocalAttention(window=True), "window=True"),
+        (lambda: GlobalAttention(units=True), "units=True"),
+        (lambda: GlobalAttention(dropout=True), "dropout=True"),
+        (lambda: BeamSearchSampler(num_beams=True), "num_beams=True"),
+        (lambda: BeamSearchSampler(min_length=-1), "min_length=-1"),
+    ],
+)
+def test_constructors_name_the_bad_argument(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_location_score_with_a_longer_source_than_it_was_built_for():
+    """Wherever the source length is known before the model runs, a source longer than
+    max_source_length is refused; where only the compiled model knows it (TensorFlow's
+    traced `predict` on an unknown length), positions from max_source_length on get zero
+    weight: the output is the layer's on the first max_source_length positions."""
+    query, value = keras.Input((T, D)), keras.Input((None, D))
+    layer = GlobalAttention(score_mode="location", max_source_length=S)
+    model = keras.Model([query, value], layer(query, value, return_attention_scores=True))
+    q, v = random((B, T, D), 1), random((B, S + 3, D), 2)
+    with pytest.raises(ValueError, match=f"max_source_length={S}.*length {S + 3}"):
+        model([q, v])
+    if keras.backend.backend() != "tensorflow":
+        with pytest.raises(ValueError, match=f"max_source_length={S}"):
+            model.predict([q, v], verbose=0)
+        return
+    # A first predict traces for its shapes; TensorFlow traces the second for any length.
+    model.predict([q, v[:, : S - 2]], verbose=0)
+    output, weights = model.predict([q, v], verbose=0)
+    expected_output, expected_weights = layer(q, v[:, :S], return_attention_scores=True)
+    assert_allclose(output, expected_output)
+    assert_allclose(weights[..., :S], expected_weights)
+    assert np.all(weights[..., S:] == 0)
+
+
+def test_old_memory_mask_argument_warns_and_is_the_value_mask():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    inputs, value, mask = random((B, T, D), 1), random((B, S, D), 2), length_mask(LENGTHS, S)
+    expected = decoder(inputs, value, value_mask=mask)
+    with pytest.warns(DeprecationWarning, match="value_mask"):
+        assert_allclose(decoder(inputs, value, memory_mask=mask), expected)
+    with pytest.raises(ValueError, match="both value_mask and memory_mask"):
+        decoder(inputs, value, value_mask=mask, memory_mask=mask)

@@ -9,7 +9,7 @@ import pytest
 
 from keras_luong import LuongSeq2Seq
 from keras_luong.datasets import dates
-from keras_luong.seq2seq import Seq2SeqGenerator
+from keras_luong.generation import Seq2SeqGenerator
 from tests.test_case import BACKEND, TestCase, assert_allclose, fit_lowers_loss, save_and_load
 
 TEST_DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -319,7 +319,7 @@ class TestMixedPrecision(TestCase):
     [
         ({"max_length": 0}, "max_length=0"),
         ({"max_length": 2.5}, "max_length=2.5"),
-        ({"max_length": 3, "sampler": "top_k"}, "sampler='top_k'"),
+        ({"max_length": 3, "sampler": "nucleus"}, "sampler='nucleus'"),
         ({"max_length": 3, "sampler": "beam", "num_beams": 0}, "num_beams=0"),
     ],
 )

@@ -1,0 +1,167 @@
+"""The argument checks every keras-luong layer, model and sampler shares, and the one masking
+constant.
+
+Each check raises a Keras-style message naming the argument and the value received:
+`Invalid value for argument X. Expected ... Received: X=...` (a `TypeError` where the type is
+wrong, as for integer ids given as states).
+"""
+
+import numbers
+
+import keras
+import numpy as np
+from keras import ops
+
+# A score (or log-probability) nothing can win with: it vanishes in a float32 softmax, and it is
+# finite, so sums, differences and divisions of it stay finite. Scores are masked in float32
+# only (a float16 compute dtype cannot hold it).
+MASKED_SCORE = -1e9
+
+
+def check_integer(name, value, minimum=1, allow_none=False):
+    """`value` as a Python int, if it is an integer (not a bool) `>= minimum`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum:
+        return int(value)
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    raise ValueError(
+        f"Invalid value for argument {name}. Expected {expected}"
+        f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
+    )
+
+
+def check_rate(name, value):
+    """`value` as a float, if it is a number in `[0, 1)` (a dropout rate)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and 0.0 <= value < 1.0:
+        return float(value)
+    raise ValueError(
+        f"Invalid value for argument {name}. Expected a float in [0, 1). Received: {name}={value!r}"
+    )
+
+
+def check_one_of(name, value, allowed):
+    if isinstance(value, str) and value in allowed:
+        return value
+    raise ValueError(
+        f"Invalid value for argument {name}. Expected one of {tuple(allowed)}. "
+        f"Received: {name}={value!r}"
+    )
+
+
+def check_rank(name, shape, ranks):
+    if len(shape) not in ranks:
+        expected = " or ".join(str(r) for r in ranks)
+        raise ValueError(
+            f"Invalid {name}: expected a tensor of rank {expected}. "
+            f"Received: {name}.shape={tuple(shape)} (rank {len(shape)})"
+        )
+
+
+def check_floating(name, tensor):
+    dtype = keras.backend.standardize_dtype(tensor.dtype)
+    if "float" not in dtype:
+        raise TypeError(
+            f"Invalid {name}: expected floating-point states (cast integer ids through an "
+            f"Embedding first). Received: {name}.dtype={dtype}"
+        )
+
+
+def check_batch(query_batch, value_batch):
+    if query_batch is not None and value_batch is not None and query_batch != value_batch:
+        raise ValueError(
+            "The query and the value must have the same batch size. "
+            f"Received: query batch size {query_batch}, value batch size {value_batch}"
+        )
+
+
+def as_bool(mask):
+    mask = ops.convert_to_tensor(mask)
+    return mask if keras.backend.standardize_dtype(mask.dtype) == "bool" else ops.cast(mask, "bool")
+
+
+def check_mask(name, mask, expected_shape):
+    """`mask` as a boolean tensor of `expected_shape` (`None` dimensions match anything), or
+    `None` if not given."""
+    if mask is None:
+        return None
+    mask = as_bool(mask)
+    if len(mask.shape) != len(expected_shape) or any(
+        a is not None and b is not None and a != b
+        for a, b in zip(mask.shape, expected_shape, strict=True)
+    ):
+        raise ValueError(
+            f"Invalid {name}: expected shape {tuple(expected_shape)}. "
+            f"Received: {name}.shape={tuple(mask.shape)}"
+        )
+    return mask
+
+
+def check_step(step):
+    """A decoding step given as a Python or numpy integer must be `>= 0` (a tensor's value is
+    not known while tracing, and is left to the caller)."""
+    if isinstance(step, (numbers.Integral, np.integer)) and not isinstance(step, bool):
+        return check_integer("step", int(step), minimum=0)
+    if isinstance(step, (bool, float, str)):
+        raise ValueError(
+            "Invalid value for argument step. Expected an integer >= 0 or an integer tensor. "
+            f"Received: step={step!r}"
+        )
+    return step
+
+
+def check_token_ids(name, ids, vocabulary_size, rank=None):
+    """Checks concrete token ids and returns them as an int32 array: integers in
+    `[0, vocabulary_size)`, of the given rank. Anything that is not an array (a
+    `tf.data.Dataset`, a generator, a symbolic tensor, `None`) is returned unchecked."""
+    if ids is None or not hasattr(ids, "shape") or not hasattr(ids, "dtype"):
+        return ids
+    if isinstance(ids, keras.KerasTensor):
+        return ids
+    try:
+        array = np.asarray(ops.convert_to_numpy(ids))
+    except Exception:  # a traced tensor: its values are not known here
+        return ids
+    if rank is not None and array.ndim != rank:
+        raise ValueError(
+            f"Invalid {name}: expected token ids of rank {rank}, (batch_size, length). "
+            f"Received: {name}.shape={array.shape}"
+        )
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+            raise ValueError(
+                f"Invalid {name}: expected integer token ids. Received: {name} of dtype "
+                f"{array.dtype} holding non-integer values"
+            )
+    elif array.dtype.kind not in "iub":
+        raise ValueError(
+            f"Invalid {name}: expected integer token ids. Received: {name}.dtype={array.dtype}"
+        )
+    if array.size and (array.min() < 0 or array.max() >= vocabulary_size):
+        raise ValueError(
+            f"Invalid {name}: token ids must be in [0, {vocabulary_size}) (0 is padding). "
+            f"Received: ids from {array.min()} to {array.max()}"
+        )
+    return array.astype("int32")
+
+
+class TokenIdChecks:
+    """A `keras.Model` mixin: `fit`, `evaluate` and `predict` check the token ids they are
+    given as arrays first (`self.check_data(x, y)`): out-of-range ids would give NaN on JAX
+    and a backend error elsewhere. A `tf.data.Dataset` or generator is passed through
+    unchecked (Keras reads it lazily)."""
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.fit`, with the token ids checked first."""
+        self.check_data(x, y)
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with the token ids checked first."""
+        self.check_data(x, y)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """`keras.Model.predict`, with the token ids checked first."""
+        self.check_data(x)
+        return super().predict(x, *args, **kwargs)

@@ -1,0 +1,326 @@
+"""Generation for `LuongSeq2Seq`: the generator model that runs a sampler over the decoder, the
+bounded cache of compiled generators kept on a model, `generate`, `translate` and the
+SavedModel export of the decoding loop.
+
+The model keeps one `Seq2SeqGenerator` per decoding setting: the maximum length, the stop
+tokens, and the sampler's class and config (two equal samplers share one compiled function).
+In-memory inputs go to the compiled function batch by batch (`predict_on_batch`), with no
+per-call input pipeline; a generator is kept only once a call through it has succeeded.
+"""
+
+import collections
+import json
+import warnings
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_luong import samplers as samplers_module
+from keras_luong.checks import MASKED_SCORE, check_integer, check_token_ids
+from keras_luong.samplers import BeamSearchSampler, GreedySampler, pad_after_end
+
+# The decoding settings `generate` took before they moved to the sampler.
+LEGACY_SAMPLER_ARGUMENTS = ("num_beams", "length_penalty", "min_length", "return_all_beams")
+
+
+class Seq2SeqGenerator(keras.Model):
+    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a sampler over
+    `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
+    memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
+
+    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+        self.max_length = max_length
+        self.sampler = sampler
+        self.stop_token_ids = tuple(stop_token_ids)
+        # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
+        # torch stays eager (its compile takes minutes).
+        self.jit_compile = keras.backend.backend() != "torch"
+
+    def call(self, source):
+        model = self.seq2seq
+        batch = ops.shape(source)[0]
+        value, value_mask, cell_states = model.encode(source)
+        states = model.decoder.get_initial_state(batch, cell_states)
+        beams = getattr(self.sampler, "num_beams", 1)
+        if beams > 1:
+            # The sampler repeats the prompt and the cache per beam; the memory is prepared
+            # from the repeated value (see `BaseLuongAttention.prepare`).
+            value = ops.repeat(value, beams, axis=0)
+            value_mask = ops.repeat(value_mask, beams, axis=0)
+        memory = model.decoder.prepare(value, value_mask)
+        # Padding and the start token are never generated: fed back, they would be read as
+        # padding or as a new sentence.
+        ids = ops.arange(model.target_vocabulary_size)
+        never = ops.logical_or(ids == 0, ids == model.start_token)
+
+        def next(prompt, cache, index):
+            token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])[:, 0]
+            logits, attentional, cache = model.next_token_logits(
+                token, list(cache), memory, index - 1
+            )
+            # float32, so that the mask constant fits under mixed precision too.
+            logits = ops.where(never, MASKED_SCORE, ops.cast(logits, "float32"))
+            return logits, attentional, tuple(cache)
+
+        start = ops.full((batch, 1), model.start_token, dtype="int32")
+        prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+        outputs = self.sampler(
+            next,
+            prompt,
+            cache=tuple(states),
+            index=1,
+            stop_token_ids=self.stop_token_ids or None,
+            model=self,
+        )
+        if isinstance(outputs, tuple):  # all beams, with their scores
+            prompts, scores = outputs
+            return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
+        return pad_after_end(outputs[:, 1:], self.stop_token_ids)
+
+    def generate(self, source, batch_size):
+        """Runs the compiled generator on int32 source ids, `batch_size` rows at a time."""
+        if source.shape[0] == 0:
+            return self._empty_output()
+        outputs = [
+            self.predict_on_batch(source[start : start + batch_size])
+            for start in range(0, source.shape[0], batch_size)
+        ]
+        if isinstance(outputs[0], tuple):
+            return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
+        return np.concatenate(outputs)
+
+    def _empty_output(self):
+        if getattr(self.sampler, "return_all_beams", False):
+            beams = self.sampler.num_beams
+            return np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
+        return np.zeros((0, self.max_length), "int32")
+
+
+class GenerationMixin:
+    """Generation for a sequence-to-sequence `keras.Model` (`LuongSeq2Seq`): `generate`,
+    `translate`, `generator` and `export_generator`. The model provides `encode`,
+    `next_token_logits`, `decoder`, its vocabulary sizes, `start_token`, `end_token` and a
+    `GeneratorCache` as `generators`."""
+
+    def generate(
+        self,
+        inputs,
+        max_length,
+        *,
+        stop_token_ids="auto",
+        sampler="greedy",
+        batch_size=256,
+        return_attention_scores=False,
+        **deprecated,
+    ):
+        """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
+
+        Decoding stops at the end token: every position after it is padding (0). The sampler
+        runs in one compiled function (XLA on JAX and TensorFlow, eager on torch), called
+        directly on the ids `batch_size` rows at a time; it is kept on the model per
+        `(max_length, stop_token_ids, sampler class and config)`, so a later call with the
+        same settings, or an equal sampler, does not trace again.
+
+        Args:
+            inputs: Source ids `(B, S)`, 0 for padding. An empty batch gives an empty result.
+            max_length: Number of target tokens to generate at most.
+            stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
+                `max_length` tokens) or a tuple of ids.
+            sampler: A name (`"greedy"`, `"beam"`, or one of keras-hub's: see
+                `keras_luong.samplers.get`), a config from `samplers.serialize`, or a
+                sampler object: `keras_luong.GreedySampler`, `keras_luong.BeamSearchSampler`
+                (beam width, length penalty, minimum length, n-best), or any
+                `keras_hub.samplers.Sampler`.
+            batch_size: Sources decoded at once.
+            return_attention_scores: Also return the alignments of the decoded tokens,
+                `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
+                after the end token: the decoder re-run over its own output, which gives the
+                decoding steps' weights exactly (step decoding equals teacher forcing).
+
+        Returns:
+            The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the
+            ids `(B, num_beams, max_length)` of every hypothesis, best first, and their
+            scores `(B, num_beams)`; then the alignments if asked for.
+
+        The beam settings `num_beams`, `length_penalty`, `min_length` and `return_all_beams`
+        given here (with `sampler="greedy"` or `"beam"`) still work, deprecated: they belong
+        to the sampler.
+        """
+        source = check_token_ids("inputs", inputs, self.source_vocabulary_size, rank=2)
+        if not isinstance(source, np.ndarray):
+            raise TypeError(
+                "Invalid value for argument inputs. Expected source ids as an array "
+                "(batch_size, S); use generator().predict for a dataset. Received: inputs of "
+                f"type {type(inputs).__name__}"
+            )
+        batch_size = check_integer("batch_size", batch_size)
+        generator, key = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
+        try:
+            generated = generator.generate(source, batch_size)
+        except BaseException:
+            # A call that raised may leave a broken compiled function behind: keep nothing.
+            self.generators.discard(key)
+            raise
+        if not return_attention_scores:
+            return generated
+        return generated, generated_alignments(self, source, generated, generator.max_length)
+
+    def translate(
+        self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs
+    ):
+        """Strings in, strings out, through two `keras_luong.vocabulary.Vocabulary`s:
+        `source_vocabulary.encode_batch(texts)` makes the ids (unseen symbols become the OOV
+        id), `target_vocabulary.decode(ids)` reads the generated ones up to the end token.
+        Takes `generate`'s decoding arguments. An empty list gives an empty list; with a
+        sampler that returns all beams, each text gives its n-best list of
+        `(string, score)`."""
+        for side, vocabulary, size in (
+            ("source", source_vocabulary, self.source_vocabulary_size),
+            ("target", target_vocabulary, self.target_vocabulary_size),
+        ):
+            if len(vocabulary) != size:
+                raise ValueError(
+                    f"The {side} vocabulary does not match the model: it has "
+                    f"{len(vocabulary)} ids, the model's {side}_vocabulary_size is {size}. "
+                    f"Received: {side}_vocabulary of size {len(vocabulary)}"
+                )
+        source = source_vocabulary.encode_batch(texts)  # refuses what is not a list of strings
+        generated = self.generate(source, max_length, sampler=sampler, **kwargs)
+        if isinstance(generated, tuple):
+            ids, scores = generated
+            decode = target_vocabulary.decode
+            return [
+                [(decode(i), float(s)) for i, s in zip(row, row_scores, strict=True)]
+                for row, row_scores in zip(ids, scores, strict=True)
+            ]
+        return [target_vocabulary.decode(ids) for ids in generated]
+
+    def generator(self, max_length, sampler="greedy", stop_token_ids="auto", **deprecated):
+        """The `keras.Model` from source ids to generated target ids that `generate` runs
+        (arguments as there), for `predict` on a dataset and for export as a serving
+        signature. Kept on the model per setting: its compiled function is reused."""
+        generator, _ = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
+        return generator
+
+    def export_generator(self, filepath, max_length, **kwargs):
+        """Exports a TensorFlow SavedModel whose `serve` signature maps int32 source ids
+        `(batch, S)` to generated target ids `(batch, max_length)` (with a sampler that
+        returns all beams: the ids `(batch, num_beams, max_length)` and their scores).
+        Takes `generate`'s `sampler` and `stop_token_ids`. Works from the TensorFlow and JAX
+        backends; from torch, save a `.keras` file and export it on TensorFlow."""
+        generator, _ = get_generator(self, max_length, **kwargs)
+        generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
+        generator.export(
+            filepath,
+            format="tf_saved_model",
+            input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
+            verbose=False,
+        )
+
+
+class GeneratorCache:
+    """The generators of one model, keyed by decoding setting, the most recently used kept
+    (at most `capacity`). Not a dict: Keras tracks the layers in a model's dicts as its
+    sublayers, and a generator holds the model, it is not part of it (nor of its `.keras`
+    file)."""
+
+    def __init__(self, capacity=8):
+        self.capacity = capacity
+        self._by_key = collections.OrderedDict()
+
+    def __len__(self):
+        return len(self._by_key)
+
+    def __contains__(self, key):
+        return key in self._by_key
+
+    def get(self, key, make):
+        """The generator kept under `key`, or a new one from `make()`, kept."""
+        if key in self._by_key:
+            self._by_key.move_to_end(key)
+            return self._by_key[key]
+        generator = self._by_key[key] = make()
+        while len(self._by_key) > self.capacity:
+            self._by_key.popitem(last=False)
+        return generator
+
+    def discard(self, key):
+        self._by_key.pop(key, None)
+
+
+def sampler_key(sampler):
+    """What a compiled generator depends on of its sampler: its class and its config."""
+    config = sampler.get_config() if hasattr(sampler, "get_config") else {}
+    cls = type(sampler)
+    return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
+
+
+def resolve_sampler(sampler, legacy):
+    """The sampler object for `generate`'s `sampler` argument (`samplers.get`), with the
+    decoding settings older versions took as `generate` arguments (deprecated)."""
+    unknown = sorted(set(legacy) - set(LEGACY_SAMPLER_ARGUMENTS))
+    if unknown:
+        raise TypeError(f"generate() got unexpected keyword arguments: {', '.join(unknown)}")
+    if not legacy:
+        return samplers_module.get(sampler)
+    given = ", ".join(f"{name}={value!r}" for name, value in legacy.items())
+    if not (isinstance(sampler, str) and sampler in ("greedy", "beam")):
+        raise ValueError(
+            f"The decoding settings {given} belong to the sampler: pass them to its "
+            f"constructor. Received: sampler={sampler!r} with {given}"
+        )
+    warnings.warn(
+        f"generate({given}) is deprecated: pass sampler=keras_luong.BeamSearchSampler("
+        f"{given}) (or GreedySampler()) instead.",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if sampler == "beam":
+        return BeamSearchSampler(**{"num_beams": 4, **legacy})  # 4: the old default here
+    if {"num_beams", "length_penalty"} & set(legacy):
+        raise ValueError(
+            f"Greedy decoding has no beams and no length penalty. Received: sampler='greedy' "
+            f"with {given}"
+        )
+    if legacy.get("min_length") or legacy.get("return_all_beams"):
+        # Beam search of width 1 is greedy decoding (a tested identity).
+        return BeamSearchSampler(1, **legacy)
+    return GreedySampler()
+
+
+def get_generator(model, max_length, sampler="greedy", stop_token_ids="auto", **legacy):
+    """`(generator, key)`: the model's generator for these settings, made and kept if new."""
+    max_length = check_integer("max_length", max_length)
+    sampler = resolve_sampler(sampler, legacy)
+    if not model.built:  # decoding an untrained model is valid (if useless): build it
+        ones = ops.ones((1, 1), "int32")
+        model((ones, ones))
+    if isinstance(stop_token_ids, str) and stop_token_ids == "auto":
+        stop_token_ids = (model.end_token,)
+    stop_token_ids = tuple(
+        check_integer("stop_token_ids", i, minimum=0) for i in (stop_token_ids or ())
+    )
+    key = (max_length, stop_token_ids, *sampler_key(sampler))
+    generator = model.generators.get(
+        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids)
+    )
+    return generator, key
+
+
+def generated_alignments(model, source, generated, max_length):
+    """The alignments of generated ids: the decoder re-run over its own output (step decoding
+    equals teacher forcing), zero after the end token."""
+    ids = generated[0] if isinstance(generated, tuple) else generated
+    flat = np.reshape(ids, (-1, max_length))
+    if flat.shape[0] == 0:
+        return np.zeros((*ids.shape, source.shape[1]), "float32")
+    repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
+    start = np.full((flat.shape[0], 1), model.start_token, dtype="int32")
+    target_in = np.concatenate([start, flat[:, :-1]], axis=1)
+    # Steps that generated padding are padding: their alignments are zeros.
+    target_in = np.where(flat == 0, 0, target_in)
+    _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
+    return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))

@@ -1,0 +1,101 @@
+"""The loops the decoder layers run, apart from the layers (as Keras keeps `backend.rnn` apart
+from `layers/rnn`): a masked scan over time that compiles on every backend, and the pre-drawing
+of a Keras RNN cell's dropout masks that a loop needs."""
+
+import keras
+from keras import ops
+
+
+def predraw_cell_dropout(cell, inputs_like, states, training):
+    """Draws a Keras RNN cell's dropout masks (input and recurrent) before a loop, as
+    `keras.layers.RNN` does: the cell caches them and uses the same masks at every step, and
+    no random draw happens inside the loop. `inputs_like` has the shape of the cell's input
+    at one step, `states` are its states, flattened. Recurses into `StackedRNNCells`."""
+    if not training:
+        return
+    if hasattr(cell, "cells"):  # StackedRNNCells: each cell's input is the last one's output
+        nested = keras.tree.pack_sequence_as(cell.state_size, list(states))
+        for sub, sub_states in zip(cell.cells, nested, strict=True):
+            sub_states = keras.tree.flatten(sub_states)
+            predraw_cell_dropout(sub, inputs_like, sub_states, training)
+            size = getattr(sub, "output_size", None) or keras.tree.flatten(sub.state_size)[0]
+            inputs_like = ops.zeros((ops.shape(inputs_like)[0], size), inputs_like.dtype)
+    elif hasattr(cell, "get_dropout_mask") and hasattr(cell, "get_recurrent_dropout_mask"):
+        cell.get_dropout_mask(inputs_like)
+        cell.get_recurrent_dropout_mask(states[0])
+
+
+def reset_cell_dropout(cell):
+    """Forgets the masks `predraw_cell_dropout` cached, so the next sequence draws anew."""
+    for sub in getattr(cell, "cells", [cell]):
+        if hasattr(sub, "reset_dropout_mask"):
+            sub.reset_dropout_mask()
+            sub.reset_recurrent_dropout_mask()
+
+
+def keep_where(keep, new, old):
+    """`new` where `keep` (a `(B, 1)` boolean), else `old`, for every tensor of two equal
+    structures: padded steps leave the states as they were."""
+    return keras.tree.map_structure(lambda n, o: ops.where(keep, n, ops.cast(o, n.dtype)), new, old)
+
+
+def masked_scan(step_fn, states, inputs, mask, outputs_like):
+    """Runs `step_fn(x_t, states, t) -> (outputs, new_states)` over the time axis of `inputs`
+    `(B, T, E)` (or a tuple of `(B, T, ...)` tensors, sliced alike), with `t` the step
+    index. Where `mask` `(B, T)` is False, the states stay as they were and the outputs are
+    zeros. `outputs_like` holds one `(B, ...)` zero tensor per
+    output (its shape and dtype). Returns the outputs stacked to `(B, T, ...)` (a list, only
+    those of `outputs_like`) and the final states.
+
+    Every step costs the same whatever T. JAX and torch run `ops.scan`. On TensorFlow,
+    Keras' scan is a `tf.while_loop` without `maximum_iterations`, whose gradient XLA cannot
+    compile; there the same step runs in `ops.while_loop` with `maximum_iterations` set, each
+    output written into its own `(T, B, ...)` buffer by `scatter_update` (one row per step;
+    the XLA update-slice that `slice_update` becomes has no gradient in TensorFlow)."""
+    xs = keras.tree.map_structure(
+        lambda x: ops.transpose(x, (1, 0, *range(2, len(x.shape)))), inputs
+    )
+    keeps = None if mask is None else ops.expand_dims(ops.transpose(mask), -1)
+
+    def one_step(t, states, x_t, keep):
+        outputs, new_states = step_fn(x_t, states, t)
+        if keep is not None:
+            new_states = keep_where(keep, new_states, states)
+            outputs = [ops.where(keep, o, ops.zeros_like(o)) for o in outputs]
+        return [ops.cast(o, like.dtype) for o, like in zip(outputs, outputs_like, strict=True)], (
+            new_states
+        )
+
+    if keras.backend.backend() != "tensorflow":
+
+        def body(carry, x):
+            t, states = carry
+            x_t, keep = x if keeps is not None else (x, None)
+            outputs, states = one_step(t, states, x_t, keep)
+            return (t + 1, states), outputs
+
+        scanned = xs if keeps is None else (xs, keeps)
+        (_, states), outputs = ops.scan(body, (ops.convert_to_tensor(0, "int32"), states), scanned)
+        return [ops.transpose(o, (1, 0, *range(2, len(o.shape)))) for o in outputs], states
+
+    steps = ops.shape(keras.tree.flatten(xs)[0])[0]
+    buffers = [ops.zeros((steps, *ops.shape(o)), dtype=o.dtype) for o in outputs_like]
+
+    def loop(t, states, buffers):
+        keep = None if keeps is None else ops.take(keeps, t, axis=0)
+        x_t = keras.tree.map_structure(lambda x: ops.take(x, t, axis=0), xs)
+        outputs, states = one_step(t, states, x_t, keep)
+        row = ops.reshape(t, (1, 1))
+        buffers = [
+            ops.scatter_update(b, row, ops.expand_dims(o, 0))
+            for b, o in zip(buffers, outputs, strict=True)
+        ]
+        return t + 1, states, buffers
+
+    _, states, buffers = ops.while_loop(
+        lambda t, *_: t < steps,
+        loop,
+        (ops.convert_to_tensor(0, "int32"), states, buffers),
+        maximum_iterations=steps,
+    )
+    return [ops.transpose(b, (1, 0, *range(2, len(b.shape)))) for b in buffers], states

@@ -1,0 +1,162 @@
+"""Generation (`keras_luong.generation`): the cache of compiled generators, the sampler look-up
+by name or config, empty batches, failed calls, and the deprecated call forms."""
+
+import json
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq, samplers
+from keras_luong.vocabulary import Vocabulary
+
+V, L = 9, 5
+SOURCE = np.array([[3, 4, 5, 6], [7, 8, 0, 0], [5, 0, 0, 0], [6, 6, 3, 0], [4, 0, 0, 0]], "int32")
+
+
+def make_model():
+    keras.utils.set_random_seed(3)
+    model = LuongSeq2Seq(V, V, units=8, embedding_dim=4)
+    model((SOURCE[:1], SOURCE[:1, :2]))
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model()
+
+
+def test_generate_runs_the_generator_it_keeps(model):
+    ids = model.generate(SOURCE, L)
+    # The same compiled function, through Keras' predict on a dataset.
+    np.testing.assert_array_equal(ids, model.generator(L).predict(SOURCE, verbose=0))
+    # Batches of any size give the same ids.
+    np.testing.assert_array_equal(model.generate(SOURCE, L, batch_size=2), ids)
+    assert ids.dtype == np.int32 and ids.shape == (5, L)
+
+
+def test_equal_samplers_share_one_compiled_generator(model):
+    first = model.generator(L, BeamSearchSampler(2, length_penalty=0.5))
+    assert model.generator(L, BeamSearchSampler(2, length_penalty=0.5)) is first
+    assert model.generator(L, {"class_name": "keras_luong>BeamSearchSampler", "config": {
+        "num_beams": 2, "length_penalty": 0.5}}) is first  # fmt: skip
+    assert model.generator(L, BeamSearchSampler(3, length_penalty=0.5)) is not first
+    assert model.generator(L, "greedy") is model.generator(L, GreedySampler())
+    assert model.generator(L, "greedy") is not model.generator(L, GreedySampler(temperature=2))
+    assert model.generator(L, stop_token_ids=None) is not model.generator(L)
+
+
+def test_the_cache_is_bounded():
+    model = make_model()
+    capacity = model.generators.capacity
+    kept = [model.generator(length) for length in range(1, capacity + 3)]
+    assert len(model.generators) == capacity
+    # The most recently used are kept; the oldest were dropped.
+    assert model.generator(capacity + 2) is kept[-1]
+    assert model.generator(1) is not kept[0]
+
+
+class FailingOnce(GreedySampler):
+    """Greedy decoding that raises the first time it is traced (or run)."""
+
+    calls = 0
+
+    def __call__(self, *args, **kwargs):
+        FailingOnce.calls += 1
+        if FailingOnce.calls == 1:
+            raise RuntimeError("the sampler failed")
+        return super().__call__(*args, **kwargs)
+
+
+def test_a_call_that_raises_leaves_nothing_cached():
+    expected = make_model().generate(SOURCE, L)
+    model = make_model()
+    with pytest.raises(RuntimeError, match="the sampler failed"):
+        model.generate(SOURCE, L, sampler=FailingOnce())
+    assert len(model.generators) == 0
+    # The next call builds a new generator, which works.
+    np.testing.assert_array_equal(model.generate(SOURCE, L, sampler=FailingOnce()), expected)
+    assert len(model.generators) == 1
+
+
+def test_an_empty_batch_gives_an_empty_result(model):
+    empty = np.zeros((0, 7), "int32")
+    ids = model.generate(empty, L)
+    assert ids.shape == (0, L) and ids.dtype == np.int32
+    ids, scores = model.generate(empty, L, sampler=BeamSearchSampler(3, return_all_beams=True))
+    assert ids.shape == (0, 3, L) and scores.shape == (0, 3)
+    ids, weights = model.generate(empty, L, return_attention_scores=True)
+    assert ids.shape == (0, L) and weights.shape == (0, L, 7)
+    # And it left nothing broken behind: a real batch still decodes.
+    np.testing.assert_array_equal(model.generate(SOURCE, L), make_model().generate(SOURCE, L))
+    vocabulary = Vocabulary(list("abcde"))
+    assert model.translate([], vocabulary, vocabulary, L) == []
+
+
+def test_translate_refuses_what_is_not_a_string(model):
+    vocabulary = Vocabulary(list("abcde"))
+    with pytest.raises(TypeError, match=r"texts\[1\]=123"):
+        model.translate(["ab", 123], vocabulary, vocabulary, L)
+
+
+def test_samplers_by_name_config_and_object():
+    beam = samplers.get("beam")
+    assert isinstance(beam, BeamSearchSampler) and beam.num_beams == 5
+    assert isinstance(samplers.get("greedy"), GreedySampler)
+    sampler = BeamSearchSampler(3, length_penalty=0.6, min_length=2, return_all_beams=True)
+    assert samplers.get(sampler) is sampler
+    config = samplers.serialize(sampler)
+    json.dumps(config)  # a plain JSON config
+    for restored in (samplers.deserialize(config), samplers.get(config)):
+        assert type(restored) is BeamSearchSampler
+        assert restored.get_config() == sampler.get_config()
+    for bad in ("nucleus", 3, None):
+        with pytest.raises(ValueError, match="Invalid value for argument sampler"):
+            samplers.get(bad)
+    with pytest.raises(ValueError, match="not a sampler"):
+        samplers.deserialize(keras.saving.serialize_keras_object(keras.layers.Dense(2)))
+
+
+def test_keras_hub_samplers_by_name(model):
+    keras_hub = pytest.importorskip("keras_hub")
+    top_k = samplers.get("top_k")
+    assert isinstance(top_k, keras_hub.samplers.TopKSampler)
+    # top-1 sampling is greedy decoding.
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, L, sampler=keras_hub.samplers.TopKSampler(k=1, seed=1)),
+        model.generate(SOURCE, L),
+    )
+
+
+def test_old_beam_arguments_still_work_with_a_warning(model):
+    expected = model.generate(SOURCE, L, sampler=BeamSearchSampler(3, length_penalty=0.6))
+    with pytest.warns(DeprecationWarning, match="BeamSearchSampler"):
+        old = model.generate(SOURCE, L, sampler="beam", num_beams=3, length_penalty=0.6)
+    np.testing.assert_array_equal(old, expected)
+    # Their old default width was 4.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert model.generator(L, "beam", length_penalty=0.0).sampler.num_beams == 4
+        ids, scores = model.generate(SOURCE, L, return_all_beams=True)  # greedy, all "beams"
+    assert ids.shape == (5, 1, L) and scores.shape == (5, 1)
+    np.testing.assert_array_equal(ids[:, 0], model.generate(SOURCE, L))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sampler": BeamSearchSampler(2), "num_beams": 3}, "num_beams=3 belong to the sampler"),
+        ({"sampler": "greedy", "num_beams": 3}, "no beams"),
+        ({"beam_width": 3}, "unexpected keyword arguments: beam_width"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"stop_token_ids": (2, -1)}, "stop_token_ids=-1"),
+    ],
+)
+def test_nothing_is_silently_ignored(model, kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            model.generate(SOURCE, L, **kwargs)
+    with pytest.raises(TypeError, match="positional"):
+        model.generate(SOURCE, L, "beam")
