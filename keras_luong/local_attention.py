@@ -161,11 +161,12 @@ class LocalAttention(BaseLuongAttention):
         """The per-source memory of `BaseLuongAttention.prepare`, plus what the window gather
         needs: each source's length `S_i` (int32 `(B,)`, from the mask; an integer so that a
         mixed-precision layer's input casting cannot round it), its first valid position,
-        the value and the keys flattened to `(B * S, d)` and the mask to `(B * S,)`. A flat
-        `take` is the cheapest gather on every backend once the flattening is paid, and it is
-        paid once per source here (eager JAX copies the value to reshape it), so the cost per
-        step does not grow with S. The flat tables index the batch, so a memory for several
-        hypotheses per source (beam search) is prepared from the repeated value."""
+        the value flattened to `(B * S, d_v)` and the mask to `(B * S,)`. A flat `take` is
+        the cheapest gather on every backend once the flattening is paid, and it is paid once
+        per source here (eager JAX copies the value to reshape it). The keys are not
+        projected here (see `project_keys`), so the cost per step does not grow with S. The
+        flat tables index the batch, so a memory for several hypotheses per source (beam
+        search) is prepared from the repeated value."""
         memory = super().prepare(value, value_mask)
         value = memory["value"]
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
@@ -179,10 +180,26 @@ class LocalAttention(BaseLuongAttention):
         else:
             memory["lengths"] = ops.full((batch,), source_length, dtype="int32")
         memory["flat_value"] = ops.reshape(value, (-1, value.shape[-1]))
-        if memory["keys"] is not value:
-            keys = memory["keys"]
-            memory["flat_keys"] = ops.reshape(keys, (-1, keys.shape[-1]))
         return memory
+
+    def project_keys(self, value):
+        """The states themselves: local attention projects a window's keys once it is
+        gathered (`window_keys`), `2D + 1` positions a step, rather than all S positions of
+        a source, so that its cost does not grow with S."""
+        return value
+
+    def window_keys(self, window):
+        """The keys of gathered windows `(B, T, 2D + 1, d_v)`: projected by the score mode's
+        `key_kernel` if it has one (`"concat"`). `"general"` projects the query instead (see
+        `_general_score`)."""
+        if self.key_kernel is None or self.score_mode == "general":
+            return window
+        return project(window, self.key_kernel)
+
+    def _general_score(self, query, keys):
+        # `h_t · W_a h̄_s = (h_t W_a^T) · h̄_s`: one projection of the query a step rather than
+        # one per window position.
+        return self._dot_score(project(query, ops.transpose(self.key_kernel)), keys)
 
     def candidates(self, source_length):
         return 2 * self.window + 1
@@ -230,9 +247,7 @@ class LocalAttention(BaseLuongAttention):
             ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
         )
         value_window = ops.take(memory["flat_value"], flat_index, axis=0)
-        keys_window = value_window
-        if "flat_keys" in memory:
-            keys_window = ops.take(memory["flat_keys"], flat_index, axis=0)
+        keys_window = self.window_keys(value_window)
         if "flat_mask" in memory:
             inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
 

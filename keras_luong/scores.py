@@ -49,20 +49,23 @@ class BaseLuongAttention(keras.layers.Layer):
 
     The score modes are one table, read by both attention layers:
 
-    | mode | weights (`_<mode>_weights`) | keys, once per source | score (`_<mode>_score`) |
+    | mode | weights (`_<mode>_weights`) | keys (`project_keys`) | score (`_<mode>_score`) |
     |---|---|---|---|
     | `"dot"` | none | `h̄_s` | `h_t · h̄_s` |
     | `"general"` | `key_kernel` (`W_a`) | `W_a h̄_s` | `h_t · (W_a h̄_s)` |
     | `"concat"` | `query_kernel`, `key_kernel`, `score_kernel` | `W_k h̄_s` | see below |
 
     where `"concat"` scores `v_a · tanh(W_q h_t + W_k h̄_s)`, `v_a` being its `score_kernel`.
+    Global attention projects the keys once per source (`prepare`); local attention projects
+    only the windows it gathers, and for `"general"` the query instead (`h_t W_a^T`), so that
+    its cost does not grow with the source length.
 
     (`GlobalAttention` adds `"location"`.) A subclass adds a score mode by defining one method,
     `_<mode>_score(self, query, keys)`: `query` is `(B, T, d_q)`, `keys` `(B, S, d_k)` (every
     step scores the whole source) or `(B, T, W, d_k)` (a window per step), and it returns
     `(B, T, S)` or `(B, T, W)` scores. It may define `_<mode>_weights(self, query_dim,
     value_dim)`, a dict of kernel names and shapes; a kernel named `key_kernel` projects the
-    keys, once per source.
+    keys.
 
     Args:
         score_mode: How a decoder state `h_t` is scored against an encoder state `h̄_s`:
