@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
 # Two pytest-xdist workers, one per core, for everything but the tests marked `serial` (the
 # distributed ones start processes of their own: torch's DDP crashed once beside a second
-# worker), which run after them, alone.
+# worker), which run after them, alone. One OpenMP thread per worker: two workers of two
+# threads each on two cores took torch's stage from 3 to 11 minutes.
 WORKERS ?= 2
 PYTEST_ARGS ?= --durations=10
 
@@ -45,8 +46,8 @@ test: lint docs
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
-		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider --nbmake tests examples \
-			-m "not serial" -n $(WORKERS) --basetemp=$(CURDIR)/.cache/pytest-$$backend \
+		OMP_NUM_THREADS=1 KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider --nbmake \
+			tests examples -m "not serial" -n $(WORKERS) --basetemp=$(CURDIR)/.cache/pytest-$$backend \
 			$(PYTEST_ARGS) || failed="$$failed $$backend"; \
 		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider tests -m serial \
 			--basetemp=$(CURDIR)/.cache/pytest-$$backend-serial || failed="$$failed $$backend"; \

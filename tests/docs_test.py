@@ -134,3 +134,8 @@ def test_site_configuration_lists_every_page():
     for notebook in sorted(os.listdir(DOCS.parent / "examples")):
         if notebook.endswith(".ipynb"):
             assert f"notebooks/{notebook}" in config
+
+
+def test_site_shows_the_package_version():
+    config = (DOCS.parent / "mkdocs.yml").read_text()
+    assert f"copyright: keras-luong {keras_luong.__version__} " in config
