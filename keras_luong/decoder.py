@@ -55,6 +55,29 @@ class LuongDecoder(keras.layers.Layer):
     Returns:
         `h̃` for every step, `(batch_size, T, units)`; then the alignments and the final
         states, if asked for, in that order.
+
+    Example:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_luong import GlobalAttention
+    >>> decoder = LuongDecoder(
+    ...     keras.layers.LSTMCell(8), GlobalAttention(score_mode="general", attentional_units=8)
+    ... )
+    >>> targets = np.random.rand(2, 4, 5).astype("float32")  # embedded target inputs
+    >>> value = np.random.rand(2, 6, 8).astype("float32")  # encoder states
+    >>> outputs, weights = decoder(targets, value, return_attention_scores=True)
+    >>> tuple(outputs.shape), tuple(weights.shape)
+    ((2, 4, 8), (2, 4, 6))
+
+    Decoding one step at a time reproduces the teacher-forced outputs:
+
+    >>> memory, states = decoder.prepare(value), decoder.get_initial_state(2)
+    >>> for t in range(4):
+    ...     h_tilde, states = decoder.step(targets[:, t], states, memory, step=t)
+    >>> np.allclose(ops.convert_to_numpy(h_tilde), ops.convert_to_numpy(outputs[:, -1]), atol=1e-5)
+    True
     """
 
     def __init__(self, cell, attention, input_feeding=True, **kwargs):

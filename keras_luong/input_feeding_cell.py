@@ -41,7 +41,31 @@ class InputFeedingCell(keras.layers.Layer):
             `attention.dropout_mask()`), in place of a random draw.
 
     Returns:
-        `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`.
+        `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`; the new states end with
+        `h̃_t`, fed to the next step.
+
+    Example:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_luong import GlobalAttention
+    >>> cell = InputFeedingCell(
+    ...     keras.layers.LSTMCell(8), GlobalAttention(score_mode="dot", attentional_units=8)
+    ... )
+    >>> value = np.random.rand(2, 5, 8).astype("float32")  # encoder states
+    >>> memory = cell.prepare(value, value_mask=np.arange(5) < np.array([[5], [3]]))
+    >>> states = cell.get_initial_state(2)  # [h, c] of the LSTM, then h̃, all zero
+    >>> [tuple(s.shape) for s in states]
+    [(2, 8), (2, 8), (2, 8)]
+    >>> x = np.random.rand(2, 4).astype("float32")  # one embedded target token
+    >>> h_tilde, states, weights = cell(
+    ...     x, states, memory=memory, step=0, return_attention_scores=True
+    ... )
+    >>> np.allclose(ops.convert_to_numpy(states[-1]), ops.convert_to_numpy(h_tilde))
+    True
+    >>> ops.convert_to_numpy(weights)[1, 3:].tolist()  # padding gets no weight
+    [0.0, 0.0]
     """
 
     def __init__(self, cell, attention, input_feeding=True, **kwargs):

@@ -29,6 +29,23 @@ class Sampler:
 
     Args:
         temperature: Divides the logits before the softmax. Defaults to 1.
+
+    Example:
+
+    A sampler that picks the most probable token other than the out-of-vocabulary id 3:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> class NoUnknownSampler(Sampler):
+    ...     def get_next_token(self, probabilities):
+    ...         unknown = ops.arange(ops.shape(probabilities)[-1]) == 3
+    ...         return ops.argmax(ops.where(unknown, 0.0, probabilities), axis=-1)
+    >>> def next(prompt, cache, index):  # token 3 most probable, then 5, whatever came before
+    ...     logits = ops.log(ops.convert_to_tensor([[0.05, 0.05, 0.05, 0.5, 0.05, 0.3]]))
+    ...     return logits, None, cache
+    >>> ids = NoUnknownSampler()(next, np.array([[1, 0, 0]]), index=1)
+    >>> ops.convert_to_numpy(ids).tolist()
+    [[1, 5, 5]]
     """
 
     def __init__(self, temperature=1.0):
@@ -99,9 +116,25 @@ class GreedySampler(Sampler):
 
     Example:
 
-    ```python
-    ids = model.generate(source, max_length=30, sampler=keras_luong.GreedySampler())
-    ```
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> # Next-token probabilities given the last token (0 pad, 1 start, 2 end, 3 "a", 4 "b")
+    >>> table = np.log(np.array([
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],  # after padding
+    ...     [1e-9, 1e-9, 1e-9, 0.6, 0.4],  # after start: "a" 0.6, "b" 0.4
+    ...     [1e-9, 1e-9, 1.0, 1e-9, 1e-9],  # after end
+    ...     [1e-9, 1e-9, 0.3, 0.4, 0.3],  # after "a": "a" again 0.4, end 0.3
+    ...     [1e-9, 1e-9, 0.9, 0.05, 0.05],  # after "b": end 0.9
+    ... ]), dtype="float32")
+    >>> def next(prompt, cache, index):
+    ...     logits = ops.take(table, ops.take(prompt, index - 1, axis=1), axis=0)
+    ...     return logits, None, cache
+    >>> prompt = np.array([[1, 0, 0, 0, 0]])  # the start token, then 4 positions to fill
+    >>> ids = GreedySampler()(next, prompt, index=1, stop_token_ids=[2])
+    >>> ops.convert_to_numpy(ids).tolist()  # "a" (0.6), then "a" again and again
+    [[1, 3, 3, 3, 3]]
+
+    In a model: `model.generate(source, max_length=30, sampler="greedy")`.
     """
 
     def get_next_token(self, probabilities):
@@ -136,17 +169,38 @@ class BeamSearchSampler(Sampler):
             `False`: the best prompt `(batch, length)` alone.
         temperature: Divides the logits. Defaults to 1.
 
-    Call arguments: those of `Sampler` (keras-hub's convention): `next(prompt, cache, index) ->
-    (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
+    It is called as every `Sampler` is (keras-hub's convention): `next(prompt, cache, index)
+    -> (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
     (repeated and reordered with the beams), the `mask` of prompt positions to keep and the
     `stop_token_ids`.
 
     Example:
 
-    ```python
-    sampler = keras_luong.BeamSearchSampler(num_beams=5, length_penalty=0.6)
-    ids = model.generate(source, max_length=30, sampler=sampler)
-    ```
+    The greedy choice "a" (0.6) leads to a sequence that never ends; beam search keeps "b"
+    (0.4) beside it and finds "b", end (0.4 × 0.9 = 0.36), better than anything after "a":
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> # Next-token probabilities given the last token (0 pad, 1 start, 2 end, 3 "a", 4 "b")
+    >>> table = np.log(np.array([
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],  # after padding
+    ...     [1e-9, 1e-9, 1e-9, 0.6, 0.4],  # after start: "a" 0.6, "b" 0.4
+    ...     [1e-9, 1e-9, 1.0, 1e-9, 1e-9],  # after end
+    ...     [1e-9, 1e-9, 0.3, 0.4, 0.3],  # after "a": "a" again 0.4, end 0.3
+    ...     [1e-9, 1e-9, 0.9, 0.05, 0.05],  # after "b": end 0.9
+    ... ]), dtype="float32")
+    >>> def next(prompt, cache, index):
+    ...     logits = ops.take(table, ops.take(prompt, index - 1, axis=1), axis=0)
+    ...     return logits, None, cache
+    >>> prompt = np.array([[1, 0, 0, 0, 0]])  # the start token, then 4 positions to fill
+    >>> sampler = BeamSearchSampler(num_beams=2, return_all_beams=True)
+    >>> ids, scores = sampler(next, prompt, index=1, stop_token_ids=[2])
+    >>> ops.convert_to_numpy(ids).tolist()  # best first; padding after the end token
+    [[[1, 4, 2, 0, 0], [1, 3, 3, 3, 3]]]
+    >>> print(np.exp(ops.convert_to_numpy(scores)).round(3))  # 0.6 × 0.4 × 0.4 × 0.4
+    [[0.36  0.038]]
+
+    In a model: `model.generate(source, max_length=30, sampler=BeamSearchSampler(5, 0.6))`.
 
     Reference:
         Wu et al., "Google's Neural Machine Translation System", 2016 (arXiv:1609.08144),
@@ -310,9 +364,12 @@ def get(identifier):
 
     Example:
 
-    ```python
-    sampler = keras_luong.samplers.get("beam")  # BeamSearchSampler(num_beams=5)
-    ```
+    >>> get("beam").num_beams
+    5
+    >>> config = serialize(BeamSearchSampler(num_beams=3))  # a dict, JSON-safe
+    >>> sampler = get(config)
+    >>> type(sampler).__name__, sampler.num_beams
+    ('BeamSearchSampler', 3)
     """
     if is_sampler(identifier):
         return identifier

@@ -82,6 +82,28 @@ class BaseLuongAttention(keras.layers.Layer):
         seed: Python integer seed of the dropout.
         kernel_initializer: Initializer of every kernel. Defaults to `"glorot_uniform"`.
         kernel_regularizer: Optional regularizer of every kernel.
+
+    Example:
+
+    A cosine score, added to global attention with one method:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_luong import GlobalAttention
+    >>> class CosineAttention(GlobalAttention):
+    ...     def _cosine_score(self, query, keys):
+    ...         unit = lambda x: x / ops.norm(x, axis=-1, keepdims=True)
+    ...         return ops.einsum("btd,bsd->bts", unit(query), unit(keys))
+    >>> CosineAttention.score_modes
+    ('dot', 'general', 'concat', 'location', 'cosine')
+    >>> query = np.array([[[1.0, 0.0]]], dtype="float32")  # one step
+    >>> value = np.array([[[2.0, 0.0], [0.0, 3.0]]], dtype="float32")  # two positions
+    >>> _, weights = CosineAttention(score_mode="cosine")(
+    ...     query, value, return_attention_scores=True
+    ... )
+    >>> weights = ops.convert_to_numpy(weights)[0, 0]  # softmax of the cosines (1, 0)
+    >>> np.allclose(weights, np.exp([1, 0]) / np.exp([1, 0]).sum())
+    True
     """
 
     def __init_subclass__(cls, **kwargs):

@@ -28,9 +28,10 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
     ```
 
     Train it with `model.fit` on `(source_ids, target_in_ids) -> target_out_ids` (0 is
-    padding on both sides); decode with `generate()` or `translate()` (from
-    `keras_luong.generation.GenerationMixin`), which run a greedy or beam search sampler over
-    `LuongDecoder.step`, the same code as training.
+    padding on both sides; the model returns logits, so the loss takes `from_logits=True`);
+    decode with `generate()` or `translate()` (from `keras_luong.generation.GenerationMixin`),
+    which run a greedy or beam search sampler over `LuongDecoder.step`, the same code as
+    training.
 
     Args:
         source_vocabulary_size: Source token ids are in `[0, source_vocabulary_size)`.
@@ -49,6 +50,26 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
         start_token: The id that starts every target. Defaults to 1.
         end_token: The id that ends every target. Defaults to 2.
         **kwargs: Base model keyword arguments.
+
+    Example:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> model = LuongSeq2Seq(
+    ...     source_vocabulary_size=10, target_vocabulary_size=8, units=16, embedding_dim=8
+    ... )
+    >>> source = np.array([[4, 5, 6, 7], [8, 9, 0, 0]])  # 0 is padding
+    >>> target_in = np.array([[1, 4, 5, 6], [1, 7, 0, 0]])  # 1 starts every target
+    >>> target_out = np.array([[4, 5, 6, 2], [7, 2, 0, 0]])  # 2 ends it
+    >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    >>> model.compile(optimizer="adam", loss=loss)
+    >>> history = model.fit((source, target_in), target_out, epochs=2, verbose=0)
+    >>> logits = model.predict((source, target_in), verbose=0)
+    >>> logits.shape  # the logits of p(y_t | y_<t, x) at every target step
+    (2, 4, 8)
+    >>> ids = model.generate(source, max_length=6, sampler="beam")
+    >>> ids.shape
+    (2, 6)
 
     Reference:
         Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine

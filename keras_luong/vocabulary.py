@@ -24,11 +24,14 @@ class Vocabulary:
 
     Example:
 
-    ```python
-    phonemes = Vocabulary.from_corpus(["K AE T", "D AO G"], split="whitespace")
-    ids = phonemes.encode_batch(["K AE T", "G OW T"], length=5, end=True)
-    phonemes.decode(ids[1])  # "G <unk> T"
-    ```
+    >>> phonemes = Vocabulary.from_corpus(["K AE T", "D AO G"], split="whitespace")
+    >>> phonemes.symbols
+    ['AE', 'AO', 'D', 'G', 'K', 'T']
+    >>> ids = phonemes.encode_batch(["K AE T", "G OW T"], length=5, end=True)
+    >>> ids.tolist()  # OW is out of vocabulary (3); 2 ends each, 0 pads
+    [[8, 4, 9, 2, 0], [7, 3, 9, 2, 0]]
+    >>> phonemes.decode(ids[1])
+    'G <unk> T'
     """
 
     PAD, START, END, OOV = 0, 1, 2, 3

@@ -1,0 +1,88 @@
+"""Every example in the API reference runs, on every backend, and prints what it shows.
+
+The reference is generated from the docstrings of the objects named on the pages under
+docs/api/ (`::: name` lines); this test reads the same list, so an object added to the
+reference has its examples run with no change here. Every public class has an example.
+"""
+
+import doctest
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+API_PAGES = Path(__file__).resolve().parents[1] / "docs" / "api"
+
+
+def documented_objects():
+    """The `::: name` objects of the API pages, imported."""
+    names = []
+    for page in sorted(API_PAGES.glob("*.md")):
+        names += re.findall(r"^::: ([\w.]+)$", page.read_text(), re.M)
+    objects = {}
+    for name in names:
+        module_name, _, attribute = name.rpartition(".")
+        try:
+            objects[name] = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError):
+            objects[name] = importlib.import_module(name)  # a module page
+    return objects
+
+
+OBJECTS = documented_objects()
+
+
+def examples(obj):
+    """The doctests of `obj`'s docstring and of its public members' own docstrings (for a
+    class: those defined in keras_luong; for a module: its public functions and classes)."""
+    finder = doctest.DocTestFinder(recurse=False)
+    module = inspect.getmodule(obj)
+    globs = dict(vars(module))
+    found = finder.find(obj, obj.__name__, module=module, globs=globs)
+    if inspect.isclass(obj):
+        members = [
+            m
+            for klass in obj.__mro__
+            if klass.__module__.startswith("keras_luong")
+            for n, m in vars(klass).items()
+            if not n.startswith("_") and inspect.isfunction(m)
+        ]
+    elif inspect.ismodule(obj):
+        members = [
+            m for n, m in vars(obj).items() if not n.startswith("_") and inspect.getmodule(m) is obj
+        ]
+    else:
+        members = []
+    for member in members:
+        found += finder.find(member, member.__qualname__, module=module, globs=dict(globs))
+    return [test for test in found if test.examples]
+
+
+CASES = [(name, test) for name, obj in OBJECTS.items() for test in examples(obj)]
+
+
+def test_the_reference_lists_the_public_api():
+    import keras_luong
+
+    for name in keras_luong.__all__:
+        assert f"keras_luong.{name}" in OBJECTS, f"{name} has no API page"
+
+
+@pytest.mark.parametrize("name", [n for n, obj in OBJECTS.items() if inspect.isclass(obj)])
+def test_every_public_class_has_an_example(name):
+    assert any(test.docstring and ">>>" in test.docstring for test in examples(OBJECTS[name])), (
+        f"{name}'s docstring has no `>>>` example"
+    )
+
+
+@pytest.mark.parametrize("name,test", CASES, ids=[test.name for _, test in CASES])
+def test_docstring_example(name, test, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # for examples that save files
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False
+    )
+    output = []
+    runner.run(test, out=output.append)
+    assert runner.failures == 0, "".join(output)

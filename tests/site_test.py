@@ -1,0 +1,110 @@
+"""The built site shows what `mkdocs build --strict` lets through: no raw TeX, no docstring
+section left unparsed, no `>>>` example rendered as nested quotes.
+
+`test_built_site_is_clean` builds the site into a temporary folder and reads every page;
+the tests above it show, on small pages made for the purpose, that each check fails on
+the fault it looks for.
+"""
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Section titles of the Keras / Google docstring styles: in the built HTML they must be the
+# renderer's section titles, never text, an admonition or a paragraph that starts with one.
+SECTION_TITLES = (
+    "Args",
+    "Arguments",
+    "Call arguments",
+    "Returns",
+    "Raises",
+    "Example",
+    "Examples",
+    "Yields",
+)
+# What MathJax typesets: the arithmatex wrappers. Code and scripts are left alone too.
+NOT_TEXT = re.compile(
+    r"<(script|style|pre|code)\b.*?</\1>|<(span|div) class=\"arithmatex\">.*?</\2>", re.S
+)
+TEX = re.compile(
+    r"\$\$|\\[(\[]|\\(frac|sum|prod|tilde|bar|hat|mathrm|mathbf|operatorname|exp|log|sigma"
+    r"|alpha|beta|left|right|cdot|quad|qquad|begin|end|text|le|ge|in|top)\b"
+)
+
+
+def faults(page):
+    """What is wrong with one built page's HTML, as a list of short descriptions."""
+    found = []
+    for quote in re.findall(r"<blockquote>(.*?)</blockquote>", page, re.S):
+        if "&gt;&gt;&gt;" in quote:
+            found.append("a >>> example rendered as a blockquote")
+    titles = "|".join(SECTION_TITLES)
+    for match in re.finditer(
+        rf"<p>\s*({titles}):|<p class=\"admonition-title\">\s*({titles})\s*</p>"
+        rf"|<summary>\s*({titles})\s*</summary>",
+        page,
+    ):
+        found.append(f"an unparsed docstring section: {match.group(0)!r}")
+    text = html.unescape(re.sub(r"<[^>]+>", " ", NOT_TEXT.sub(" ", page)))
+    for match in TEX.finditer(text):
+        context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
+        found.append(f"raw TeX outside a math block: ...{context}...")
+    return found
+
+
+def test_checks_find_a_blockquoted_example():
+    page = "<blockquote><blockquote><blockquote><p>&gt;&gt;&gt; x = 1</p>"
+    page += "</blockquote></blockquote></blockquote>"
+    assert faults(page) == ["a >>> example rendered as a blockquote"]
+    assert faults('<div class="highlight"><pre>&gt;&gt;&gt; x = 1</pre></div>') == []
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<p>Call arguments: query: the decoder states. value: the encoder states.</p>",
+        '<div class="admonition call-arguments"><p class="admonition-title">Call arguments'
+        "</p><p>query: ...</p></div>",
+        "<details><summary>Example</summary><p>x</p></details>",
+        "<p>Returns:\nthe context</p>",
+    ],
+)
+def test_checks_find_an_unparsed_section(page):
+    assert len(faults(page)) == 1 and "unparsed docstring section" in faults(page)[0]
+
+
+def test_checks_find_raw_tex_and_leave_math_blocks_alone():
+    assert len(faults(r"<li><p>\[ p_t = S \cdot \sigma(v_p) \]</p></li>")) >= 1
+    assert len(faults(r"<p>where $$c_t = \sum_s a_t(s)$$</p>")) >= 1
+    typeset = r'<div class="arithmatex">\[ c_t = \sum_s a_t(s) \bar h_s \]</div>'
+    typeset += r'<p>with <span class="arithmatex">\(\tilde h_t\)</span> and <code>\frac</code></p>'
+    assert faults(typeset) == []
+
+
+def test_built_site_is_clean(tmp_path):
+    site = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 20
+    api = (site / "api" / "global_attention" / "index.html").read_text()
+    # The Keras sections are rendered as the renderer's own sections.
+    for title in ("Parameters:", "Call arguments:", "Returns:", "Examples:"):
+        assert f'doc-section-title">{title}</span>' in api
+    problems = {
+        page.relative_to(site).as_posix(): found
+        for page in pages
+        if (found := faults(page.read_text()))
+    }
+    assert not problems, problems
