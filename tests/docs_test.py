@@ -139,3 +139,20 @@ def test_site_configuration_lists_every_page():
 def test_site_shows_the_package_version():
     config = (DOCS.parent / "mkdocs.yml").read_text()
     assert f"copyright: keras-luong {keras_luong.__version__} " in config
+
+
+def test_readme_links_work_on_a_package_index():
+    """A package index shows the README alone: every link is absolute, and each link into
+    the documentation site (mkdocs.yml's `site_url`) names a page the site has."""
+    readme = (DOCS.parent / "README.md").read_text()
+    site_url = re.search(r"^site_url: (\S+)$", (DOCS.parent / "mkdocs.yml").read_text(), re.M)
+    site_url = site_url.group(1)
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert links and all(link.startswith("https://") for link in links), links
+    pages = [link[len(site_url) :] for link in links if link.startswith(site_url)]
+    assert len(pages) >= 4
+    for page in pages:
+        name = page.strip("/")
+        candidates = [DOCS / f"{name}.md", DOCS / name / "index.md", DOCS / f"{name}.ipynb"]
+        assert any(c.is_file() for c in candidates), f"README links to {page}: no such page"
+    assert "## From a clone" in readme and readme.index("## Install") < readme.index("make ")

@@ -7,6 +7,7 @@ the fault it looks for.
 """
 
 import html
+import importlib.util
 import re
 import subprocess
 import sys
@@ -102,9 +103,54 @@ def test_built_site_is_clean(tmp_path):
     # The Keras sections are rendered as the renderer's own sections.
     for title in ("Parameters:", "Call arguments:", "Returns:", "Examples:"):
         assert f'doc-section-title">{title}</span>' in api
+    # Every notebook page links to its notebook, which the site holds.
+    notebooks = sorted((site / "notebooks").glob("*/index.html"))
+    assert len(notebooks) == len(list((ROOT / "examples").glob("*.ipynb")))
+    for page in notebooks:
+        link = re.search(r'href="([^"]+\.ipynb)" download>Download this notebook', page.read_text())
+        assert link, f"{page.parent.name} has no download link"
+        relative = "notebooks/" + link.group(1).split("/notebooks/", 1)[1]
+        assert (site / relative).is_file(), relative
     problems = {
         page.relative_to(site).as_posix(): found
         for page in pages
         if (found := faults(page.read_text()))
     }
     assert not problems, problems
+
+
+def load_charts():
+    spec = importlib.util.spec_from_file_location("charts", ROOT / "benchmarks" / "charts.py")
+    charts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(charts)
+    return charts
+
+
+def test_charts_read_the_pages_tables():
+    """The figures are drawn from the pages' own tables: the parser reads the numbers the
+    page shows, and the script draws every figure the pages embed."""
+    charts = load_charts()
+    rows = charts.table("benchmarks.md", "S")
+    assert rows[0] == ["S", "256", "1024", "4096", "16384"]
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    for row in rows[1:]:
+        assert f"| {row[0]} | " + " | ".join(row[1:]) + " |" in page
+    assert [charts.number(c) for c in ("2.15 ms", "**6.73**", "–", "1,415 ms")] == [
+        2.15,
+        6.73,
+        None,
+        1415.0,
+    ]
+    embedded = set()
+    for markdown in (ROOT / "docs").rglob("*.md"):
+        embedded |= set(re.findall(r"\]\(images/([\w.]+\.png)\)", markdown.read_text()))
+    assert embedded == set(charts.CHARTS)
+    for name in charts.CHARTS:
+        assert (ROOT / "docs" / "images" / name).stat().st_size > 10_000
+
+
+def test_charts_script_draws_every_figure(tmp_path):
+    charts = load_charts()
+    for name, draw in charts.CHARTS.items():
+        draw(tmp_path / name)
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
