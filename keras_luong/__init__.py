@@ -4,6 +4,7 @@ from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.local_attention import LocalAttention
+from keras_luong.monotonic_attention import MonotonicAttention
 from keras_luong.samplers import BeamSearchSampler, GreedySampler
 from keras_luong.scores import BaseLuongAttention
 from keras_luong.seq2seq import LuongSeq2Seq
@@ -17,6 +18,7 @@ __all__ = [
     "GreedySampler",
     "InputFeedingCell",
     "LocalAttention",
+    "MonotonicAttention",
     "LuongDecoder",
     "LuongSeq2Seq",
 ]

@@ -56,21 +56,32 @@ class Seq2SeqGenerator(keras.Model):
         ids = ops.arange(model.target_vocabulary_size)
         never = ops.logical_or(ids == 0, ids == model.start_token)
 
+        # A sampler with a coverage penalty reads each step's attention from the cache.
+        keep_attention = getattr(self.sampler, "needs_attention", False)
+
         def next(prompt, cache, index):
             token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])[:, 0]
-            logits, attentional, cache = model.next_token_logits(
-                token, list(cache), memory, index - 1
+            states = cache["states"] if keep_attention else cache
+            logits, attentional, states, *weights = model.next_token_logits(
+                token, list(states), memory, index - 1, return_attention_scores=keep_attention
             )
             # float32, so that the mask constant fits under mixed precision too.
             logits = ops.where(never, MASKED_SCORE, ops.cast(logits, "float32"))
-            return logits, attentional, tuple(cache)
+            if keep_attention:
+                attention = ops.cast(weights[0], "float32")
+                return logits, attentional, {"states": tuple(states), "attention": attention}
+            return logits, attentional, tuple(states)
 
         start = ops.full((batch, 1), model.start_token, dtype="int32")
         prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+        cache = tuple(states)
+        if keep_attention:
+            attention = ops.zeros((batch, ops.shape(value)[1]), "float32")
+            cache = {"states": cache, "attention": attention}
         outputs = self.sampler(
             next,
             prompt,
-            cache=tuple(states),
+            cache=cache,
             index=1,
             stop_token_ids=self.stop_token_ids or None,
             model=self,

@@ -29,6 +29,10 @@ class Sampler:
 
     Args:
         temperature: Divides the logits before the softmax. Defaults to 1.
+        no_repeat_ngram_size: If `n > 0`, a row never repeats an n-gram of its own: a token
+            that would complete an n-gram already in the row (the prompt included) gets zero
+            probability (OpenNMT's `block_ngram_repeat`, fairseq's `no_repeat_ngram_size`).
+            Defaults to 0 (no blocking).
 
     Example:
 
@@ -48,13 +52,25 @@ class Sampler:
     [[1, 5, 5]]
     """
 
-    def __init__(self, temperature=1.0):
+    def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
         if isinstance(temperature, bool) or not temperature > 0:
             raise ValueError(
                 "Invalid value for argument temperature. Expected a number > 0. "
                 f"Received: temperature={temperature!r}"
             )
         self.temperature = float(temperature)
+        self.no_repeat_ngram_size = check_integer(
+            "no_repeat_ngram_size", no_repeat_ngram_size, minimum=0
+        )
+
+    def block_repeats(self, logits, prompt, index):
+        """`logits` `(rows, vocabulary)` with `MASKED_SCORE` on every token that would repeat
+        an n-gram of its row of `prompt` at position `index` (unchanged when
+        `no_repeat_ngram_size` is 0)."""
+        if not self.no_repeat_ngram_size:
+            return logits
+        banned = repeated_ngram_tokens(prompt, index, self.no_repeat_ngram_size, logits)
+        return ops.where(banned, MASKED_SCORE, logits)
 
     def __call__(
         self,
@@ -80,6 +96,7 @@ class Sampler:
 
         def body(prompt, cache, index, mask):
             logits, _, cache = next(prompt, cache, index)
+            logits = self.block_repeats(ops.cast(logits, "float32"), prompt, index)
             token = self.get_next_token(self.compute_probabilities(logits))
             token = ops.cast(token, prompt.dtype)
             token = ops.where(mask[:, index], prompt[:, index], token)
@@ -103,7 +120,7 @@ class Sampler:
         raise NotImplementedError(f"{type(self).__name__} must implement get_next_token")
 
     def get_config(self):
-        return {"temperature": self.temperature}
+        return {"temperature": self.temperature, "no_repeat_ngram_size": self.no_repeat_ngram_size}
 
     @classmethod
     def from_config(cls, config):
@@ -168,6 +185,23 @@ class BeamSearchSampler(Sampler):
             `(prompts (batch, num_beams, length), scores (batch, num_beams))`. Defaults to
             `False`: the best prompt `(batch, length)` alone.
         temperature: Divides the logits. Defaults to 1.
+        coverage_penalty: `beta` of GNMT's coverage penalty (below). Defaults to 0 (none).
+        no_repeat_ngram_size: If `n > 0`, no hypothesis repeats an n-gram of its own (see
+            `Sampler`). Defaults to 0.
+
+    With `coverage_penalty=beta > 0`, a hypothesis that has ended is ranked by
+
+    ```
+    score(Y) + beta · Σ_s log(min(Σ_t a_t(s), 1))
+    ```
+
+    with `a_t(s)` its attention weights, summed over its steps: source positions attended
+    to less than once in total lower the score. As in tensorflow-addons' `BeamSearchDecoder`
+    (`coverage_penalty_weight`), it applies at every step to the hypotheses that have ended,
+    and positions with no attention at all (padding) add nothing; the final ranking applies
+    it to every hypothesis. It needs the attention weights: `next` keeps them in its cache,
+    a dict with an `"attention"` entry `(batch, S)` (`LuongSeq2Seq.generate` does this when
+    the sampler has `needs_attention`).
 
     It is called as every `Sampler` is (keras-hub's convention): `next(prompt, cache, index)
     -> (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
@@ -214,6 +248,8 @@ class BeamSearchSampler(Sampler):
         min_length=0,
         return_all_beams=False,
         temperature=1.0,
+        coverage_penalty=0.0,
+        no_repeat_ngram_size=0,
     ):
         num_beams = check_integer("num_beams", num_beams)
         min_length = check_integer("min_length", min_length, minimum=0)
@@ -222,11 +258,28 @@ class BeamSearchSampler(Sampler):
                 "Invalid value for argument length_penalty. Expected a number >= 0. "
                 f"Received: length_penalty={length_penalty!r}"
             )
-        super().__init__(temperature=temperature)
+        if isinstance(coverage_penalty, bool) or not coverage_penalty >= 0:
+            raise ValueError(
+                "Invalid value for argument coverage_penalty. Expected a number >= 0. "
+                f"Received: coverage_penalty={coverage_penalty!r}"
+            )
+        super().__init__(temperature=temperature, no_repeat_ngram_size=no_repeat_ngram_size)
+        self.coverage_penalty = float(coverage_penalty)
         self.num_beams = int(num_beams)
         self.return_all_beams = bool(return_all_beams)
         self.length_penalty = float(length_penalty)
         self.min_length = int(min_length)
+
+    @property
+    def needs_attention(self):
+        """Whether `next` must keep the step's attention weights in `cache["attention"]`."""
+        return self.coverage_penalty > 0
+
+    def coverage(self, attention_sums):
+        """GNMT's coverage penalty `beta · Σ_s log(min(sum_s, 1))` of attention sums
+        `(rows, S)`, positions that got no attention at all left out (tensorflow-addons')."""
+        sums = ops.where(ops.equal(attention_sums, 0.0), 1.0, attention_sums)
+        return self.coverage_penalty * ops.sum(ops.log(ops.minimum(sums, 1.0)), axis=-1)
 
     def length_normalize(self, log_probs, lengths):
         """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
@@ -265,17 +318,27 @@ class BeamSearchSampler(Sampler):
         )
         finished = ops.zeros((batch_size * beams,), "bool")
         lengths = ops.zeros((batch_size * beams,), "int32")
+        if self.needs_attention:
+            if not (isinstance(cache, dict) and "attention" in cache):
+                raise ValueError(
+                    "BeamSearchSampler(coverage_penalty>0) needs the attention weights: a "
+                    "cache dict with an 'attention' entry (batch, S) that `next` updates. "
+                    f"Received: cache={type(cache).__name__}"
+                )
+            attention_sums = ops.zeros_like(ops.cast(cache["attention"], "float32"))
+        else:
+            attention_sums = ops.zeros((batch_size * beams, 1), "float32")
 
-        def cond(prompt, cache, index, mask, log_probs, finished, lengths):
+        def cond(prompt, cache, index, mask, log_probs, finished, lengths, attention_sums):
             if not stop_token_ids:
                 return ops.convert_to_tensor(True)
             return ops.logical_not(ops.all(finished))
 
-        def body(prompt, cache, index, mask, log_probs, finished, lengths):
+        def body(prompt, cache, index, mask, log_probs, finished, lengths, attention_sums):
             logits, _, cache = next(prompt, cache, index)
             logits = ops.cast(logits, "float32") / self.temperature
             vocabulary = ops.shape(logits)[-1]
-            token_log_probs = ops.log_softmax(logits, axis=-1)
+            token_log_probs = self.block_repeats(ops.log_softmax(logits, axis=-1), prompt, index)
             ids = ops.arange(vocabulary, dtype="int32")
             is_stop = _is_any(ids, stop_token_ids)
             if stop_token_ids and self.min_length:
@@ -289,6 +352,13 @@ class BeamSearchSampler(Sampler):
             candidates = log_probs[:, None] + token_log_probs
             candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
             scores = self.length_normalize(candidates, candidate_lengths[:, None])
+            if self.needs_attention:
+                # This step's attention counts for the hypotheses still running; those that
+                # have ended are ranked with their penalty (tensorflow-addons' rule).
+                step_attention = ops.cast(cache["attention"], "float32")
+                attention_sums = attention_sums + ops.where(finished[:, None], 0.0, step_attention)
+                penalty = ops.where(finished, self.coverage(attention_sums), 0.0)
+                scores = scores + penalty[:, None]
 
             def per_example(x):
                 return ops.reshape(x, (-1, beams * vocabulary))
@@ -308,24 +378,31 @@ class BeamSearchSampler(Sampler):
             cache = tree.map_structure(gather_beams, cache) if has_cache else cache
             finished = gather_beams(finished)
             lengths = gather_beams(candidate_lengths)
+            attention_sums = gather_beams(attention_sums)
 
             next_token = ops.cast(next_token, prompt.dtype)
             next_token = ops.where(mask[:, index], prompt[:, index], next_token)
             finished = ops.logical_or(finished, _is_any(next_token, stop_token_ids))
             prompt = ops.slice_update(prompt, [0, index], next_token[:, None])
-            return prompt, cache, index + 1, mask, log_probs, finished, lengths
+            return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
 
-        prompt, _, _, _, log_probs, _, lengths = ops.while_loop(
+        prompt, _, _, _, log_probs, _, lengths, attention_sums = ops.while_loop(
             cond,
             body,
-            (prompt, cache, index, mask, log_probs, finished, lengths),
+            (prompt, cache, index, mask, log_probs, finished, lengths, attention_sums),
             maximum_iterations=ops.shape(prompt)[1] - index,
         )
-        # Each step leaves the beams best first, ranked by the score they end with.
+        # Each step leaves the beams best first, ranked by the score they end with; with a
+        # coverage penalty, the final ranking applies it to every hypothesis.
         prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
+        scores = ops.reshape(self.length_normalize(log_probs, lengths), (-1, beams))
+        if self.needs_attention:
+            scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
+            order = _top_k_indices(scores, beams)
+            prompts = ops.take_along_axis(prompts, order[..., None], axis=1)
+            scores = ops.take_along_axis(scores, order, axis=1)
         if self.return_all_beams:
-            scores = self.length_normalize(log_probs, lengths)
-            return prompts, ops.reshape(scores, (-1, beams))
+            return prompts, scores
         return prompts[:, 0]
 
     def get_config(self):
@@ -336,6 +413,7 @@ class BeamSearchSampler(Sampler):
                 "length_penalty": self.length_penalty,
                 "min_length": self.min_length,
                 "return_all_beams": self.return_all_beams,
+                "coverage_penalty": self.coverage_penalty,
             }
         )
         return config
@@ -418,6 +496,34 @@ def pad_after_end(ids, stop_token_ids):
     stops = ops.cast(_is_any(ids, stop_token_ids), "int32")
     ended_before = ops.greater(ops.cumsum(stops, axis=-1) - stops, 0)
     return ops.where(ended_before, ops.zeros_like(ids), ids)
+
+
+def repeated_ngram_tokens(prompt, index, n, logits):
+    """Which tokens would repeat an n-gram: a boolean `(rows, vocabulary)` (the shape of
+    `logits`), true for token `w` of row `r` when `prompt[r, index-n+1:index] + [w]` equals
+    `prompt[r, j:j+n]` for some `j + n <= index`. Fixed shapes (one scatter), so it compiles;
+    `index` may be a tensor."""
+    rows, length = ops.shape(prompt)[0], ops.shape(prompt)[1]
+    starts = length - n + 1  # the n-grams prompt[:, j:j+n], j < starts
+    if starts <= 0:
+        return ops.zeros_like(logits, "bool")
+    windows = [ops.slice(prompt, [0, k], [rows, starts]) for k in range(n)]  # n x (rows, J)
+    # The n - 1 tokens before `index` (clipped at 0: no n-gram fits before position n - 1).
+    last = ops.take(prompt, ops.clip(index - n + 1 + ops.arange(n - 1), 0, length - 1), axis=1)
+    same = ops.ones((rows, starts), "bool")
+    for k in range(n - 1):
+        same = ops.logical_and(same, ops.equal(windows[k], last[:, k : k + 1]))
+    # An n-gram that ends before `index`, once the row holds n - 1 tokens before it.
+    complete = ops.logical_and(ops.arange(starts) + n <= index, ops.greater_equal(index, n - 1))
+    same = ops.logical_and(same, complete[None])
+    row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], starts, axis=1)
+    indices = ops.stack([row, ops.cast(windows[n - 1], "int32")], axis=-1)
+    counts = ops.scatter(
+        ops.reshape(indices, (-1, 2)),
+        ops.reshape(ops.cast(same, "float32"), (-1,)),
+        ops.shape(logits),
+    )
+    return ops.greater(counts, 0)
 
 
 def _is_any(x, values):

@@ -221,13 +221,16 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
             return logits, weights
         return logits
 
-    def next_token_logits(self, token, states, memory, step):
-        """One decoding step from the previous token: `(logits, h̃, new_states)`; `memory`
-        is `self.decoder.prepare(value, value_mask)`, prepared once per source."""
+    def next_token_logits(self, token, states, memory, step, return_attention_scores=False):
+        """One decoding step from the previous token: `(logits, h̃, new_states)` (and the
+        step's attention weights `(batch_size, S)` if asked for); `memory` is
+        `self.decoder.prepare(value, value_mask)`, prepared once per source."""
         # A one-token sequence, sliced: the padding mask of a single step means nothing here.
         embedded = self.target_embedding(token[:, None])[:, 0]
-        attentional, states = self.decoder.step(embedded, states, memory, step=step)
-        return self.projection(attentional), attentional, states
+        attentional, states, *weights = self.decoder.step(
+            embedded, states, memory, step=step, return_attention_scores=return_attention_scores
+        )
+        return (self.projection(attentional), attentional, states, *weights)
 
     def check_data(self, x, y=None):
         """Checks the token ids of `(source, target_in)` (a tuple or a dict) and `y` given as

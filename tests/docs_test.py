@@ -27,9 +27,10 @@ PAGES = {
         "(None, None, 40)",
         "[0. 1. 2.]",
         "('dot', 'general', 'concat', 'location', 'cosine')",
+        "(2, 3, 5)",
     ],
     "guide/decoder.md": ["(2, 5, 16) (2, 5, 9)"],
-    "guide/seq2seq.md": ["(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)"],
+    "guide/seq2seq.md": ["(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)", "(8, 6) (8, 6)"],
     "guide/backends.md": ["float16"],
     "migrating.md": ["(2, 5, 30)", "(2, 20)"],
 }

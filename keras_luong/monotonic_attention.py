@@ -1,0 +1,269 @@
+import keras
+import numpy as np
+from keras import ops
+
+from keras_luong.checks import MASKED_SCORE, check_one_of
+from keras_luong.scores import BaseLuongAttention
+
+MODES = ("parallel", "recursive", "hard")
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class MonotonicAttention(BaseLuongAttention):
+    """Monotonic attention (Raffel et al., 2017) with a Luong score: the alignment only moves
+    forward through the source.
+
+    At each decoding step the layer reads the source from where the previous step's
+    alignment left it, and stops at position `s` with probability `p_t(s)`:
+
+    ```
+    e_t(s) = g · score(h_t, h̄_s) + r              (r: a learned bias; g: use_scale)
+    p_t(s) = sigmoid(e_t(s) + noise)               (noise ~ N(0, sigmoid_noise²) in training)
+    q_t(s) = (1 - p_t(s-1)) q_t(s-1) + a_{t-1}(s)
+    a_t(s) = p_t(s) q_t(s)                         (a_{-1} = one-hot at position 0)
+    c_t    = Σ_s a_t(s) h̄_s
+    ```
+
+    `a_t` is the expected alignment of the hard process (its weights sum to at most 1: the
+    rest is the probability of reading past the end of the source). This is tensorflow-addons'
+    `LuongMonotonicAttention` (`score_mode="general"`, its default memory layer), with the
+    same arguments.
+
+    Args:
+        score_mode: The score before the bias: `"general"` (tensorflow-addons'), `"dot"` or
+            `"concat"`. Defaults to `"general"`.
+        mode: How `a_t` is computed. `"parallel"` (the default, as tensorflow-addons):
+            the closed form with cumulative products in log space (`safe_cumprod`), fast but
+            approximate when some `1 - p_t(s)` are tiny. `"recursive"`: the recursion above,
+            exact, as an associative scan over the source (parallel too). `"hard"`: stop at
+            the first position from the previous one where `e_t(s) > 0`; one-hot or empty
+            alignments that never move backwards, for inference (set `layer.mode = "hard"`
+            on a layer trained soft; it has no gradient).
+        score_bias_init: Initial value of the bias `r`. Raffel et al. suggest a negative one
+            (e.g. -4) so that attention starts by moving slowly. Defaults to 0.
+        sigmoid_noise: Standard deviation of the noise added to `e_t(s)` during training,
+            which pushes `p_t(s)` towards 0 or 1. Defaults to 0.
+        use_scale: If `True`, a learned scalar `g` (initialised to 1) multiplies the score.
+        units: Width of the `"concat"` score's hidden layer. Defaults to the query's size.
+        attentional_units: If set, return `h̃_t = tanh(W_c [c_t; h_t])` with this many units
+            instead of the context `c_t`.
+        attentional_activation: The activation of `h̃_t`. Defaults to `"tanh"`.
+        dropout: Fraction of the attention weights to drop during training.
+        seed: Python integer seed of the dropout and the noise.
+        kernel_initializer: Initializer of the kernels. Defaults to `"glorot_uniform"`.
+        kernel_regularizer: Optional regularizer of the kernels.
+        **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        query: The decoder states: `(batch_size, Tq, d_q)` for all steps at once (the layer
+            runs the steps one after the other from `previous_alignment`), or
+            `(batch_size, d_q)` for one step.
+        value: The encoder states, `(batch_size, S, d_v)`.
+        query_mask: Optional boolean mask `(batch_size, Tq)`; outputs and alignments at
+            masked steps are zero.
+        value_mask: Optional boolean mask `(batch_size, S)`: the process never stops on a
+            masked position.
+        previous_alignment: The alignment `a_{t-1}` `(batch_size, S)` before the first
+            query step: the weights the previous call returned. Defaults to the one-hot at
+            position 0.
+        memory: Optional `prepare(value, value_mask)`, in place of `value` and `value_mask`.
+        step: Unused; taken so that a decoder calls every Luong attention alike.
+        training: Whether the noise and attention dropout are applied.
+        return_attention_scores: If `True`, also return the alignments `(batch_size, Tq, S)`
+            (for one step, `(batch_size, S)`: the next step's `previous_alignment`).
+        dropout_mask: Optional attention dropout drawn ahead (see `dropout_mask()`).
+
+    Returns:
+        The context `c_t` (or `h̃_t`), `(batch_size, Tq, d)` or `(batch_size, d)` for one
+        step; and, if `return_attention_scores=True`, the alignments.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> value = np.random.rand(2, 6, 8).astype("float32")
+    >>> query = np.random.rand(2, 4, 8).astype("float32")
+    >>> attention = MonotonicAttention(mode="hard", score_bias_init=1.0)
+    >>> context, alignments = attention(query, value, return_attention_scores=True)
+    >>> alignments = ops.convert_to_numpy(alignments)
+    >>> bool(np.all((alignments == 0) | (alignments == 1)))  # one-hot or empty
+    True
+    >>> positions = alignments.argmax(-1)[alignments.sum(-1) == 1]
+    >>> bool(np.all(np.diff(positions) >= 0))  # never backwards
+    True
+
+    Reference:
+        Raffel, Luong, Liu, Weiss and Eck, "Online and Linear-Time Attention by Enforcing
+        Monotonic Alignments", ICML 2017 (arXiv:1704.00784).
+    """
+
+    def __init__(
+        self,
+        score_mode="general",
+        mode="parallel",
+        score_bias_init=0.0,
+        sigmoid_noise=0.0,
+        **kwargs,
+    ):
+        super().__init__(score_mode=score_mode, **kwargs)
+        check_one_of("mode", mode, MODES)
+        for name, number in (
+            ("score_bias_init", score_bias_init),
+            ("sigmoid_noise", sigmoid_noise),
+        ):
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise ValueError(
+                    f"Invalid value for argument {name}. Expected a number. "
+                    f"Received: {name}={number!r}"
+                )
+        if sigmoid_noise < 0:
+            raise ValueError(
+                "Invalid value for argument sigmoid_noise. Expected a number >= 0. "
+                f"Received: sigmoid_noise={sigmoid_noise!r}"
+            )
+        self.mode = mode
+        self.score_bias_init = float(score_bias_init)
+        self.sigmoid_noise = float(sigmoid_noise)
+        if self.sigmoid_noise and self.seed_generator is None:
+            self.seed_generator = keras.random.SeedGenerator(self.seed)
+
+    def build(self, query_shape, value_shape):
+        super().build(query_shape, value_shape)
+        self.score_bias = self.add_weight(
+            name="score_bias",
+            shape=(),
+            initializer=keras.initializers.Constant(self.score_bias_init),
+        )
+
+    def call(
+        self,
+        query,
+        value=None,
+        query_mask=None,
+        value_mask=None,
+        previous_alignment=None,
+        memory=None,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
+    ):
+        if memory is None and value is not None:
+            memory = self.prepare(value, value_mask)
+        if previous_alignment is not None and memory is not None:
+            expected = tuple(memory["value"].shape[:2])
+            shape = tuple(previous_alignment.shape)
+            if len(shape) != 2 or any(
+                a is not None and b is not None and a != b
+                for a, b in zip(shape, expected, strict=True)
+            ):
+                raise ValueError(
+                    f"Expected previous_alignment of shape {expected} (batch_size, S). "
+                    f"Received: previous_alignment.shape={shape}"
+                )
+            previous_alignment = ops.cast(previous_alignment, "float32")
+            memory = {**memory, "previous_alignment": previous_alignment}
+        return super().call(
+            query,
+            None,
+            query_mask=query_mask,
+            memory=memory,
+            step=step,
+            training=training,
+            return_attention_scores=return_attention_scores,
+            dropout_mask=dropout_mask,
+        )
+
+    def initial_alignment(self, memory):
+        """`a_{-1}`: all the weight on the first source position, `(batch_size, S)`."""
+        shape = ops.shape(memory["value"])
+        return ops.one_hot(ops.zeros((shape[0],), "int32"), shape[1], dtype="float32")
+
+    def stop_probabilities(self, query, memory, training=None):
+        """`p_t(s)` `(B, T, S)` in float32 (0 or 1 in `"hard"` mode), zero on padding."""
+        scores = ops.cast(self.score(query, memory["keys"]), "float32")
+        scores = scores + ops.cast(self.score_bias, "float32")
+        if training and self.sigmoid_noise:
+            noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
+            scores = scores + self.sigmoid_noise * noise
+        mask = memory.get("mask")
+        if mask is not None:
+            scores = ops.where(mask[:, None, :], scores, MASKED_SCORE)
+        if self.mode == "hard":
+            return ops.cast(scores > 0, "float32")
+        return ops.sigmoid(scores)
+
+    def attend(
+        self,
+        query,
+        memory,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+        dropout_mask=None,
+    ):
+        probabilities = self.stop_probabilities(query, memory, training)
+        previous = memory.get("previous_alignment")
+        if previous is None:
+            previous = self.initial_alignment(memory)
+        if query.shape[1] == 1:
+            weights = monotonic_alignment(probabilities[:, 0], previous, self.mode)[:, None]
+        else:
+
+            def one_step(previous, p_t):
+                alignment = monotonic_alignment(p_t, previous, self.mode)
+                return alignment, alignment
+
+            _, weights = ops.scan(one_step, previous, ops.transpose(probabilities, (1, 0, 2)))
+            weights = ops.transpose(weights, (1, 0, 2))
+        context = self.combine(weights, memory["value"], training, dropout_mask)
+        return self.attentional_state(context, query), weights, None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "mode": self.mode,
+                "score_bias_init": self.score_bias_init,
+                "sigmoid_noise": self.sigmoid_noise,
+            }
+        )
+        return config
+
+
+def exclusive_cumprod(x, axis=-1):
+    """`[1, x_0, x_0 x_1, ...]` along the last axis."""
+    product = ops.cumprod(x, axis=axis)
+    ones = ops.ones_like(product[..., :1])
+    return ops.concatenate([ones, product[..., :-1]], axis=-1)
+
+
+def safe_cumprod(x):
+    """Exclusive cumulative product in log space, `x` clipped to [tiny, 1] first (as
+    tensorflow-addons' `safe_cumprod`), so that it neither underflows nor takes log(0)."""
+    tiny = float(np.finfo("float32").tiny)
+    logs = ops.log(ops.clip(x, tiny, 1.0))
+    exclusive = ops.concatenate([ops.zeros_like(logs[..., :1]), logs[..., :-1]], axis=-1)
+    return ops.exp(ops.cumsum(exclusive, axis=-1))
+
+
+def monotonic_alignment(p, previous, mode):
+    """One step of monotonic attention: `a_t` `(B, S)` from the stop probabilities `p`
+    `(B, S)` and the previous alignment `a_{t-1}` `(B, S)` (float32)."""
+    if mode == "recursive":
+        # q(s) = (1 - p(s-1)) q(s-1) + a_{t-1}(s): the composition of affine maps
+        # x -> m x + b is associative, so all prefixes come from one associative scan.
+        multipliers = ops.concatenate([ops.ones_like(p[:, :1]), 1.0 - p[:, :-1]], axis=1)
+
+        def compose(first, second):
+            (m1, b1), (m2, b2) = first, second
+            return m1 * m2, m2 * b1 + b2
+
+        _, q = ops.associative_scan(compose, (multipliers, previous), axis=1)
+        return p * q
+    if mode == "parallel":
+        cumprod = safe_cumprod(1.0 - p)
+        return p * cumprod * ops.cumsum(previous / ops.clip(cumprod, 1e-10, 1.0), axis=1)
+    # hard: stop at the first position from the previous alignment's on where p = 1.
+    p = p * ops.cumsum(previous, axis=1)
+    return p * exclusive_cumprod(1.0 - p)

@@ -1,0 +1,232 @@
+"""MonotonicAttention against a float64 numpy reference of Raffel et al.'s recursion.
+
+tensorflow-addons' own `LuongMonotonicAttention`, in its own virtual environment, gives the
+same alignments in every mode: benchmarks/tfa_monotonic_parity.py (max difference 1.5e-7).
+"""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_luong import MonotonicAttention
+from keras_luong.monotonic_attention import monotonic_alignment
+from tests.test_case import gradients
+
+B, S, T, D = 3, 7, 5, 8
+LENGTHS = np.array([7, 4, 6])
+MASK = np.arange(S) < LENGTHS[:, None]
+
+
+def random(shape, seed):
+    return np.random.default_rng(seed).normal(size=shape).astype("float32")
+
+
+def reference(layer, query, value, mask, mode, previous=None):
+    """The layer's alignments in float64 numpy, step after step: Luong's general score,
+    the scale and bias, the sigmoid (or `> 0`), then the recursion itself."""
+    query, value = query.astype("float64"), value.astype("float64")
+    kernel = ops.convert_to_numpy(layer.key_kernel).astype("float64")
+    scale = float(ops.convert_to_numpy(layer.scale)) if layer.scale is not None else 1.0
+    bias = float(ops.convert_to_numpy(layer.score_bias))
+    value = np.where(mask[..., None], value, 0.0)
+    scores = scale * np.einsum("btd,bsd->bts", query, value @ kernel) + bias
+    scores = np.where(mask[:, None], scores, -np.inf)
+    p = (scores > 0).astype("float64") if mode == "hard" else 1 / (1 + np.exp(-scores))
+    if previous is None:
+        previous = np.zeros((len(query), value.shape[1]))
+        previous[:, 0] = 1.0
+    alignments = np.zeros_like(p)
+    for b in range(len(query)):
+        a = previous[b].astype("float64")
+        for t in range(query.shape[1]):
+            if mode == "hard":
+                stops = [s for s in range(len(a)) if p[b, t, s] and a[: s + 1].sum() > 0]
+                a = np.zeros_like(a)
+                if stops:
+                    a[stops[0]] = 1.0
+            else:
+                q, new = 0.0, np.zeros_like(a)
+                for s in range(len(a)):
+                    q = (1 - p[b, t, s - 1]) * q + a[s] if s else a[0]
+                    new[s] = p[b, t, s] * q
+                a = new
+            alignments[b, t] = a
+    return alignments
+
+
+def attend(layer, query, value, mask=MASK, **kwargs):
+    output, weights = layer(query, value, value_mask=mask, return_attention_scores=True, **kwargs)
+    return ops.convert_to_numpy(output), ops.convert_to_numpy(weights)
+
+
+@pytest.mark.parametrize("mode", ["parallel", "recursive", "hard"])
+def test_alignments_against_the_float64_recursion(mode):
+    keras.utils.set_random_seed(0)
+    query, value = random((B, T, D), 1), random((B, S, D), 2)
+    if mode == "parallel":  # exact only while no 1 - p is tiny: see the two tests below
+        query = 0.3 * query
+    layer = MonotonicAttention(mode=mode, use_scale=True, score_bias_init=0.5)
+    layer.build(query.shape, value.shape)
+    layer.scale.assign(1.4)
+    output, weights = attend(layer, query, value)
+    expected = reference(layer, query, value, MASK, mode)
+    np.testing.assert_allclose(weights, expected, atol=2e-6)
+    np.testing.assert_allclose(output, np.einsum("bts,bsd->btd", expected, value), atol=1e-5)
+    assert np.all(weights[~np.broadcast_to(MASK[:, None], weights.shape)] == 0)
+    assert expected[..., 1:].sum() > 0.5  # the alignment moves: the check compares something
+
+
+def test_parallel_equals_recursive():
+    """Within 1e-5 while no `1 - p` is tiny (states of moderate size: here p is in about
+    [0.1, 0.9]; the next test is about the other case, where only "recursive" is exact)."""
+    keras.utils.set_random_seed(1)
+    query, value = 0.3 * random((B, T, D), 3), random((B, S, D), 4)
+    layers = [MonotonicAttention(mode=mode, seed=0) for mode in ("parallel", "recursive")]
+    layers[0].build(query.shape, value.shape)
+    layers[1].build(query.shape, value.shape)
+    layers[1].set_weights(layers[0].get_weights())
+    parallel, recursive = (attend(layer, query, value)[1] for layer in layers)
+    np.testing.assert_allclose(parallel, recursive, atol=1e-5)
+
+
+def test_parallel_is_safe_where_probabilities_reach_one():
+    """`1 - p` of 0 (a sure stop) or tiny: the parallel form's cumulative product is clipped in
+    log space, so it gives finite weights that sum to at most 1, and the recursive form the
+    exact ones."""
+    p = np.array([[0.3, 1.0, 0.5, 1 - 1e-9, 0.2, 0.7]], "float32")
+    previous = np.array([[0.1, 0.2, 0.3, 0.1, 0.2, 0.1]], "float32")
+    exact = reference_step(p, previous)
+    for mode in ("parallel", "recursive"):
+        got = ops.convert_to_numpy(monotonic_alignment(ops.array(p), ops.array(previous), mode))
+        assert np.all(np.isfinite(got)) and got.sum() <= 1 + 1e-6
+        if mode == "recursive":
+            np.testing.assert_allclose(got, exact, atol=1e-6)
+
+
+def reference_step(p, previous):
+    q, out = 0.0, np.zeros(p.shape[1])
+    for s in range(p.shape[1]):
+        q = (1 - float(p[0, s - 1])) * q + float(previous[0, s]) if s else float(previous[0, 0])
+        out[s] = float(p[0, s]) * q
+    return out[None]
+
+
+def test_hard_alignments_are_one_hot_or_empty_and_never_move_backwards():
+    rng = np.random.default_rng(5)
+    query, value = random((8, 12, D), 6), random((8, 10, D), 7)
+    mask = np.arange(10) < rng.integers(3, 11, (8, 1))
+    layer = MonotonicAttention(mode="hard", score_bias_init=0.3)
+    _, weights = attend(layer, query, value, mask)
+    assert np.all((weights == 0) | (weights == 1)) and np.all(weights.sum(-1) <= 1)
+    assert 0 < weights.sum() < weights.shape[0] * weights.shape[1]  # both kinds occur
+    for row in range(8):
+        positions = [int(np.argmax(w)) for w in weights[row] if w.sum() == 1]
+        assert positions == sorted(positions)
+        assert all(mask[row, p] for p in positions)
+        # Once the alignment has run off the end of the source, it stays empty.
+        ended = np.cumsum(weights[row].sum(-1) == 0) > 0
+        assert np.all(weights[row][ended] == 0)
+
+
+@pytest.mark.parametrize("mode", ["parallel", "recursive", "hard"])
+def test_step_by_step_equals_all_steps_at_once(mode):
+    """A one-step query with the previous call's alignment continues the same process."""
+    query, value = random((B, T, D), 8), random((B, S, D), 9)
+    layer = MonotonicAttention(mode=mode, score_bias_init=0.2, attentional_units=6)
+    output, weights = attend(layer, query, value)
+    memory = layer.prepare(value, MASK)
+    previous = None
+    for t in range(T):
+        step_output, previous = layer(
+            query[:, t], memory=memory, previous_alignment=previous, return_attention_scores=True
+        )
+        np.testing.assert_allclose(ops.convert_to_numpy(step_output), output[:, t], atol=1e-5)
+        np.testing.assert_allclose(ops.convert_to_numpy(previous), weights[:, t], atol=1e-6)
+
+
+def test_left_padding_aligns_like_right_padding():
+    """Padding never stops the process, so a left-padded source gives the right-padded
+    source's alignments, shifted."""
+    query, value = random((1, T, D), 10), random((1, 5, D), 11)
+    layer = MonotonicAttention(mode="recursive", score_bias_init=0.5)
+    right = np.concatenate([value, np.zeros((1, 2, D), "float32")], axis=1)
+    left = np.concatenate([np.full((1, 2, D), np.nan, "float32"), value], axis=1)
+    mask = np.array([[1, 1, 1, 1, 1, 0, 0]], bool)
+    out_right, w_right = attend(layer, query, right, mask)
+    out_left, w_left = attend(layer, query, left, mask[:, ::-1])
+    np.testing.assert_allclose(w_left[..., 2:], w_right[..., :5], atol=1e-6)
+    np.testing.assert_allclose(out_left, out_right, atol=1e-5)
+
+
+def test_gradients_are_finite_with_padding():
+    """NaN in the padded positions reaches neither the output nor any gradient."""
+    query, value = random((B, T, D), 12), random((B, S, D), 13)
+    value[~MASK] = np.nan
+    for mode in ("parallel", "recursive"):
+        layer = MonotonicAttention(mode=mode, use_scale=True)
+        variable_grads, input_grads = gradients(layer, ops.sum, [query, value], value_mask=MASK)
+        for g in [*variable_grads, input_grads[0], input_grads[1][MASK]]:
+            assert np.all(np.isfinite(g)) and np.any(g != 0)
+        assert np.all(input_grads[1][~MASK] == 0)
+
+
+def test_noise_only_in_training_and_seeded():
+    query, value = random((B, T, D), 14), random((B, S, D), 15)
+    layer = MonotonicAttention(sigmoid_noise=1.0, seed=3)
+    clean = attend(layer, query, value)[1]
+    again = attend(layer, query, value)[1]
+    noisy = attend(layer, query, value, training=True)[1]
+    np.testing.assert_array_equal(clean, again)
+    assert np.abs(noisy - clean).max() > 1e-3
+
+
+def test_saving_round_trip(tmp_path):
+    query, value = random((B, T, D), 16), random((B, S, D), 17)
+    inputs = keras.Input((None, D)), keras.Input((None, D))
+    outputs = MonotonicAttention(mode="recursive", score_bias_init=-1.0, use_scale=True)(*inputs)
+    model = keras.Model(inputs, outputs)
+    path = tmp_path / "monotonic.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    layer = restored.layers[-1]
+    assert (layer.mode, layer.score_bias_init, layer.use_scale) == ("recursive", -1.0, True)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(restored([query, value])),
+        ops.convert_to_numpy(model([query, value])),
+        atol=1e-6,
+    )
+
+
+def test_mixed_precision():
+    query, value = random((B, T, D), 18), random((B, S, D), 19)
+    full = MonotonicAttention(mode="parallel")
+    half = MonotonicAttention(mode="parallel", dtype="mixed_float16")
+    full.build(query.shape, value.shape)
+    half.build(query.shape, value.shape)
+    half.set_weights(full.get_weights())
+    output, weights = half(query, value, value_mask=MASK, return_attention_scores=True)
+    assert keras.backend.standardize_dtype(output.dtype) == "float16"
+    assert keras.backend.standardize_dtype(weights.dtype) == "float32"
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(weights), attend(full, query, value)[1], atol=5e-3
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"mode": "soft"}, "mode='soft'"),
+        ({"sigmoid_noise": -1.0}, "sigmoid_noise=-1.0"),
+        ({"score_bias_init": "0"}, "score_bias_init='0'"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MonotonicAttention(**kwargs)
+
+
+def test_bad_previous_alignment():
+    query, value = random((B, D), 20), random((B, S, D), 21)
+    with pytest.raises(ValueError, match="previous_alignment"):
+        MonotonicAttention()(query, value, previous_alignment=np.ones((B, S + 1), "float32"))
