@@ -516,14 +516,19 @@ def repeated_ngram_tokens(prompt, index, n, logits):
     # An n-gram that ends before `index`, once the row holds n - 1 tokens before it.
     complete = ops.logical_and(ops.arange(starts) + n <= index, ops.greater_equal(index, n - 1))
     same = ops.logical_and(same, complete[None])
+    # Each n-gram marks the token that would complete it again; those that do not match
+    # mark an extra column, dropped after. One vectorised scatter-update (duplicates write
+    # the same 1), not `ops.scatter`, which loops over the indices in Python on torch.
+    vocabulary = ops.shape(logits)[-1]
     row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], starts, axis=1)
-    indices = ops.stack([row, ops.cast(windows[n - 1], "int32")], axis=-1)
-    counts = ops.scatter(
-        ops.reshape(indices, (-1, 2)),
-        ops.reshape(ops.cast(same, "float32"), (-1,)),
-        ops.shape(logits),
+    token = ops.where(same, ops.cast(windows[n - 1], "int32"), vocabulary)
+    indices = ops.reshape(ops.stack([row, token], axis=-1), (-1, 2))
+    marks = ops.scatter_update(
+        ops.zeros((rows, vocabulary + 1), "float32"),
+        indices,
+        ops.ones_like(indices[:, 0], "float32"),
     )
-    return ops.greater(counts, 0)
+    return ops.greater(marks[:, :vocabulary], 0)
 
 
 def _is_any(x, values):
