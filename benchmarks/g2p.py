@@ -20,7 +20,9 @@ import time
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--alignment", default="global", choices=["global", "monotonic", "predictive"]
+        "--alignment",
+        default="global",
+        choices=["global", "monotonic", "predictive", "hard-monotonic"],
     )
     parser.add_argument("--score-mode", default="general", choices=["dot", "general", "concat"])
     parser.add_argument("--window", type=int, default=5, help="local window half-width D")

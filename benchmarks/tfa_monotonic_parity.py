@@ -14,13 +14,10 @@ alignments for 6 steps; it saves its weights and every step's alignments. This s
 prints the largest difference of the alignments.
 """
 
-import argparse
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+from tfa_parity import run_both_sides  # this folder is on the path of a script run from it
 
 BATCH, SOURCE, STEPS, UNITS = 2, 9, 6, 16
 SOURCE_LENGTHS = [9, 5]
@@ -81,23 +78,9 @@ def keras_luong_side(saved, mode):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
-    )
-    parser.add_argument("--tfa-side", help=argparse.SUPPRESS)  # the subprocess' output path
-    args = parser.parse_args()
-    if args.tfa_side:
-        tensorflow_addons_side(args.tfa_side)
+    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    if saved is None:
         return
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "tfa.npz")
-        subprocess.run(
-            [args.tfa_python, os.path.abspath(__file__), "--tfa-side", path],
-            check=True,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        )
-        saved = dict(np.load(path))
     import keras
 
     worst = 0.0

@@ -101,8 +101,11 @@ def keras_luong_side(saved):
     return keras.ops.convert_to_numpy(run())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_both_sides(script, description, tensorflow_addons_side):
+    """The command line of a parity script: in the tensorflow-addons venv (`--tfa-side PATH`)
+    run `tensorflow_addons_side(PATH)`; here, run `script` there in a subprocess and return
+    the arrays it saved (None when this process is the tensorflow-addons side)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
     )
@@ -110,15 +113,21 @@ def main():
     args = parser.parse_args()
     if args.tfa_side:
         tensorflow_addons_side(args.tfa_side)
-        return
+        return None
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "tfa.npz")
         subprocess.run(
-            [args.tfa_python, os.path.abspath(__file__), "--tfa-side", path],
+            [args.tfa_python, os.path.abspath(script), "--tfa-side", path],
             check=True,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         )
-        saved = dict(np.load(path))
+        return dict(np.load(path))
+
+
+def main():
+    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    if saved is None:
+        return
     logits = keras_luong_side(saved)
     difference = float(np.max(np.abs(logits - saved["logits"])))
     scale = float(np.max(np.abs(saved["logits"])))

@@ -111,8 +111,10 @@ class LuongDecoder(keras.layers.Layer):
         if self.rnn is not None and not self.rnn.built:
             self.rnn.build(inputs_shape)
 
-    def get_initial_state(self, batch_size, cell_states=None):
-        return self.cell.get_initial_state(batch_size, cell_states)
+    def get_initial_state(self, batch_size, cell_states=None, source_length=None):
+        """The states of `step`: see `InputFeedingCell.get_initial_state` (`source_length`
+        is needed by an attention that carries its alignment, `MonotonicAttention`)."""
+        return self.cell.get_initial_state(batch_size, cell_states, source_length)
 
     def prepare(self, value, value_mask=None):
         """The memory `step()` attends to: the encoder states prepared once per source,
@@ -148,8 +150,9 @@ class LuongDecoder(keras.layers.Layer):
         check_rank("inputs", inputs.shape, (3,))
         check_floating("inputs", inputs)
         batch = ops.shape(inputs)[0]
-        states = self.cell.get_initial_state(batch, initial_state)
         memory = self.prepare(value, value_mask)
+        source_length = ops.shape(memory["value"])[1] if self.cell.carries_alignment else None
+        states = self.cell.get_initial_state(batch, initial_state, source_length)
         inputs_mask = check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
         if inputs_mask is not None:
             # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
@@ -175,7 +178,8 @@ class LuongDecoder(keras.layers.Layer):
         # inputs, and the cell's own (Keras' RNN does the same for its cells).
         width = inputs.shape[-1] + (self.units if self.input_feeding else 0)
         cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
-        predraw_cell_dropout(self.cell.cell, cell_inputs_like, states[:-1], training)
+        cell_states = states[: len(self.cell.cell_state_size)]
+        predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
         dropout_masks = self.attention.dropout_mask(batch, steps, source_length, training)
         if dropout_masks is not None:
             inputs = (inputs, dropout_masks)
@@ -201,30 +205,35 @@ class LuongDecoder(keras.layers.Layer):
         return outputs, (weights[0] if weights else None), states
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
-        *cell_states, _ = states
+        cell_states = states[: len(self.cell.cell_state_size)]
         if self.rnn is not None:
             sequence, *cell_states = self.rnn(
                 inputs, initial_state=cell_states, mask=inputs_mask, training=training
             )
         else:
             sequence, cell_states = self._run_cell(inputs, cell_states, inputs_mask, training)
+        carries = self.cell.carries_alignment
         attended = self.attention(
             sequence,
             memory=memory,
             query_mask=inputs_mask,
             step=0,
             training=training,
-            return_attention_scores=return_attention_scores,
+            return_attention_scores=return_attention_scores or carries,
         )
-        outputs, weights = attended if return_attention_scores else (attended, None)
-        # The last h̃ of each sequence: at its last unmasked step.
+        outputs, weights = attended if return_attention_scores or carries else (attended, None)
+        # The last h̃ (and alignment) of each sequence: at its last unmasked step.
         if inputs_mask is None:
-            last = outputs[:, -1]
+            index = ops.full((ops.shape(outputs)[0], 1, 1), ops.shape(outputs)[1] - 1)
         else:
             lengths = ops.sum(ops.cast(inputs_mask, "int32"), axis=1)
             index = ops.maximum(lengths - 1, 0)[:, None, None]
-            last = ops.take_along_axis(outputs, index, axis=1)[:, 0]
-        return outputs, weights, [*keras.tree.flatten(cell_states), last]
+        index = ops.cast(index, "int32")
+        last = ops.take_along_axis(outputs, index, axis=1)[:, 0]
+        final = [*keras.tree.flatten(cell_states), last]
+        if carries:
+            final.append(ops.cast(ops.take_along_axis(weights, index, axis=1)[:, 0], "float32"))
+        return outputs, (weights if return_attention_scores else None), final
 
     def _run_cell(self, inputs, cell_states, inputs_mask, training):
         """The wrapped cell alone over the sequence, for cells with no fused layer.
@@ -271,7 +280,10 @@ class LuongDecoder(keras.layers.Layer):
             result.append(keras.KerasTensor((*inputs.shape[:2], value.shape[1]), "float32"))
         if return_state:
             _, state_shapes = self.cell.compute_output_shape(inputs.shape)
-            result.append([keras.KerasTensor(s, self.compute_dtype) for s in state_shapes])
+            states = [keras.KerasTensor(s, self.compute_dtype) for s in state_shapes]
+            if self.cell.carries_alignment:  # the alignment over the source, in float32
+                states[-1] = keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32")
+            result.append(states)
         return result[0] if len(result) == 1 else tuple(result)
 
     def compute_mask(self, inputs, previous_mask):

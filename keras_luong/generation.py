@@ -43,7 +43,8 @@ class Seq2SeqGenerator(keras.Model):
         model = self.seq2seq
         batch = ops.shape(source)[0]
         value, value_mask, cell_states = model.encode(source)
-        states = model.decoder.get_initial_state(batch, cell_states)
+        source_length = ops.shape(value)[1] if model.decoder.cell.carries_alignment else None
+        states = model.decoder.get_initial_state(batch, cell_states, source_length)
         beams = getattr(self.sampler, "num_beams", 1)
         if beams > 1:
             # The sampler repeats the prompt and the cache per beam; the memory is prepared

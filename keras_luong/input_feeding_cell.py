@@ -16,10 +16,11 @@ class InputFeedingCell(keras.layers.Layer):
     ```
 
     The state is the wrapped cell's state (flattened) followed by `h̃_{t-1}`, which is zero at
-    `t = 0`. Keras 3's `RNN` cannot pass the memory to a cell, so `LuongDecoder` runs this cell
-    with its own loop, and `step`-by-step decoding calls it directly. The encoder states (the
-    `value`) are prepared once per source, `memory = cell.prepare(value, value_mask)`, and the
-    memory is handed to every step.
+    `t = 0` (and, for an attention that carries it, `MonotonicAttention`, the previous
+    alignment `(batch_size, S)`). Keras 3's `RNN` cannot pass the memory to a cell, so
+    `LuongDecoder` runs this cell with its own loop, and `step`-by-step decoding calls it
+    directly. The encoder states (the `value`) are prepared once per source, `memory =
+    cell.prepare(value, value_mask)`, and the memory is handed to every step.
 
     Args:
         cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
@@ -97,8 +98,16 @@ class InputFeedingCell(keras.layers.Layer):
         return keras.tree.flatten(self.cell.state_size)
 
     @property
+    def carries_alignment(self):
+        """Whether the attention needs the previous step's alignment (`MonotonicAttention`):
+        then the states end with it, `(batch_size, S)`."""
+        return self.attention.carries_alignment
+
+    @property
     def state_size(self):
-        return [*self.cell_state_size, self.units]
+        """The cell's state sizes, then `h̃`'s; then `None`, the source length, for the
+        alignment an attention such as `MonotonicAttention` carries from step to step."""
+        return [*self.cell_state_size, self.units] + ([None] if self.carries_alignment else [])
 
     @property
     def output_size(self):
@@ -130,9 +139,16 @@ class InputFeedingCell(keras.layers.Layer):
         self.build_attention(value.shape)
         return self.attention.prepare(value, value_mask)
 
-    def get_initial_state(self, batch_size, cell_states=None):
+    def get_initial_state(self, batch_size, cell_states=None, source_length=None):
         """Zeros for every state, or `cell_states` (e.g. the encoder's final `[h, c]`) followed
-        by a zero `h̃_{-1}`."""
+        by a zero `h̃_{-1}`; with an attention that carries its alignment, then the initial
+        alignment over `source_length` positions (all the weight on the first)."""
+        if self.carries_alignment and source_length is None:
+            raise ValueError(
+                f"{type(self.attention).__name__} carries its alignment from step to step: "
+                "get_initial_state needs the source length, get_initial_state(batch_size, "
+                "cell_states, source_length=S). Received: source_length=None"
+            )
         if cell_states is None:
             cell_states = [
                 ops.zeros((batch_size, size), dtype=self.compute_dtype)
@@ -158,6 +174,9 @@ class InputFeedingCell(keras.layers.Layer):
                 f"Received: states of shapes {shapes}"
             )
         feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
+        if self.carries_alignment:
+            first = ops.zeros((batch_size,), "int32")
+            return [*cell_states, feed, ops.one_hot(first, source_length, dtype="float32")]
         return [*cell_states, feed]
 
     def call(
@@ -171,21 +190,29 @@ class InputFeedingCell(keras.layers.Layer):
         dropout_mask=None,
     ):
         self.check_step_arguments(inputs, states, memory)
+        alignment = {}
+        if self.carries_alignment:
+            *states, previous = states
+            alignment = {"previous_alignment": previous}
         *cell_states, feed = states
         if self.input_feeding:
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
         cell_states = keras.tree.pack_sequence_as(self.cell.state_size, cell_states)
         hidden, new_cell_states = self.cell(inputs, cell_states, training=training)
+        return_weights = return_attention_scores or self.carries_alignment
         attended = self.attention(
             hidden,
             memory=memory,
             step=step,
             training=training,
-            return_attention_scores=return_attention_scores,
+            return_attention_scores=return_weights,
             dropout_mask=dropout_mask,
+            **alignment,
         )
-        attentional = attended[0] if return_attention_scores else attended
+        attentional = attended[0] if return_weights else attended
         new_states = [*keras.tree.flatten(new_cell_states), attentional]
+        if self.carries_alignment:
+            new_states.append(ops.cast(attended[1], "float32"))
         if return_attention_scores:
             return attentional, new_states, attended[1]
         return attentional, new_states
@@ -209,10 +236,10 @@ class InputFeedingCell(keras.layers.Layer):
         self.check_step_arguments(inputs, states, memory)
         value = memory["value"]
         output_shape, state_shapes = self.compute_output_shape(inputs.shape)
-        result = [
-            keras.KerasTensor(output_shape, self.compute_dtype),
-            [keras.KerasTensor(shape, self.compute_dtype) for shape in state_shapes],
-        ]
+        states_spec = [keras.KerasTensor(shape, self.compute_dtype) for shape in state_shapes]
+        if self.carries_alignment:
+            states_spec[-1] = keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32")
+        result = [keras.KerasTensor(output_shape, self.compute_dtype), states_spec]
         if return_attention_scores:
             result.append(keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32"))
         return tuple(result)

@@ -39,6 +39,9 @@ class MonotonicAttention(BaseLuongAttention):
             the first position from the previous one where `e_t(s) > 0`; one-hot or empty
             alignments that never move backwards, for inference (set `layer.mode = "hard"`
             on a layer trained soft; it has no gradient).
+        inference_mode: The mode used when the call is not training (`predict`, `evaluate`,
+            decoding), e.g. `"hard"` for a layer trained `"parallel"`, as Raffel et al.
+            decode. Defaults to `mode`.
         score_bias_init: Initial value of the bias `r`. Raffel et al. suggest a negative one
             (e.g. -4) so that attention starts by moving slowly. Defaults to 0.
         sigmoid_noise: Standard deviation of the noise added to `e_t(s)` during training,
@@ -71,7 +74,8 @@ class MonotonicAttention(BaseLuongAttention):
         training: Whether the noise and attention dropout are applied.
         return_attention_scores: If `True`, also return the alignments `(batch_size, Tq, S)`
             (for one step, `(batch_size, S)`: the next step's `previous_alignment`).
-        dropout_mask: Optional attention dropout drawn ahead (see `dropout_mask()`).
+        dropout_mask: Optional random draws made ahead (see `dropout_mask()`): the dropout
+            mask and the noise, in place of random draws.
 
     Returns:
         The context `c_t` (or `h̃_t`), `(batch_size, Tq, d)` or `(batch_size, d)` for one
@@ -81,11 +85,11 @@ class MonotonicAttention(BaseLuongAttention):
 
     >>> import numpy as np
     >>> from keras import ops
-    >>> value = np.random.rand(2, 6, 8).astype("float32")
-    >>> query = np.random.rand(2, 4, 8).astype("float32")
+    >>> value = np.random.rand(1, 6, 8).astype("float32")  # one source of 6 positions
+    >>> query = np.random.rand(1, 4, 8).astype("float32")  # 4 decoding steps
     >>> attention = MonotonicAttention(mode="hard", score_bias_init=1.0)
     >>> context, alignments = attention(query, value, return_attention_scores=True)
-    >>> alignments = ops.convert_to_numpy(alignments)
+    >>> alignments = ops.convert_to_numpy(alignments)[0]
     >>> bool(np.all((alignments == 0) | (alignments == 1)))  # one-hot or empty
     True
     >>> positions = alignments.argmax(-1)[alignments.sum(-1) == 1]
@@ -97,16 +101,21 @@ class MonotonicAttention(BaseLuongAttention):
         Monotonic Alignments", ICML 2017 (arXiv:1704.00784).
     """
 
+    carries_alignment = True
+
     def __init__(
         self,
         score_mode="general",
         mode="parallel",
         score_bias_init=0.0,
         sigmoid_noise=0.0,
+        inference_mode=None,
         **kwargs,
     ):
         super().__init__(score_mode=score_mode, **kwargs)
         check_one_of("mode", mode, MODES)
+        if inference_mode is not None:
+            check_one_of("inference_mode", inference_mode, MODES)
         for name, number in (
             ("score_bias_init", score_bias_init),
             ("sigmoid_noise", sigmoid_noise),
@@ -122,6 +131,7 @@ class MonotonicAttention(BaseLuongAttention):
                 f"Received: sigmoid_noise={sigmoid_noise!r}"
             )
         self.mode = mode
+        self.inference_mode = inference_mode
         self.score_bias_init = float(score_bias_init)
         self.sigmoid_noise = float(sigmoid_noise)
         if self.sigmoid_noise and self.seed_generator is None:
@@ -179,17 +189,38 @@ class MonotonicAttention(BaseLuongAttention):
         shape = ops.shape(memory["value"])
         return ops.one_hot(ops.zeros((shape[0],), "int32"), shape[1], dtype="float32")
 
-    def stop_probabilities(self, query, memory, training=None):
-        """`p_t(s)` `(B, T, S)` in float32 (0 or 1 in `"hard"` mode), zero on padding."""
+    def mode_for(self, training):
+        """The mode of a call: `mode` in training, else `inference_mode` (if set)."""
+        return self.mode if training or self.inference_mode is None else self.inference_mode
+
+    def dropout_mask(self, batch_size, steps, source_length, training=True):
+        """Everything random, drawn ahead for `steps` query steps (a random draw inside a
+        compiled JAX loop would leak its seed's state): `(batch_size, steps, 2, S)`, the
+        attention dropout mask (ones without dropout) then the standard normal noise of the
+        scores (zeros without `sigmoid_noise`); `None` when nothing is random."""
+        if not training or not (self.dropout or self.sigmoid_noise):
+            return None
+        shape = (batch_size, steps, source_length)
+        drop = super().dropout_mask(batch_size, steps, source_length, training)
+        drop = ops.ones(shape) if drop is None else drop
+        noise = ops.zeros(shape)
+        if self.sigmoid_noise:
+            noise = keras.random.normal(shape, seed=self.seed_generator)
+        return ops.stack([drop, noise], axis=2)
+
+    def stop_probabilities(self, query, memory, training=None, noise=None):
+        """`p_t(s)` `(B, T, S)` in float32 (0 or 1 in `"hard"` mode), zero on padding;
+        `noise` `(B, T, S)`, drawn ahead, replaces the noise's random draw."""
         scores = ops.cast(self.score(query, memory["keys"]), "float32")
         scores = scores + ops.cast(self.score_bias, "float32")
         if training and self.sigmoid_noise:
-            noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
-            scores = scores + self.sigmoid_noise * noise
+            if noise is None:
+                noise = keras.random.normal(ops.shape(scores), seed=self.seed_generator)
+            scores = scores + self.sigmoid_noise * ops.cast(noise, "float32")
         mask = memory.get("mask")
         if mask is not None:
             scores = ops.where(mask[:, None, :], scores, MASKED_SCORE)
-        if self.mode == "hard":
+        if self.mode_for(training) == "hard":
             return ops.cast(scores > 0, "float32")
         return ops.sigmoid(scores)
 
@@ -202,16 +233,20 @@ class MonotonicAttention(BaseLuongAttention):
         return_attention_scores=False,
         dropout_mask=None,
     ):
-        probabilities = self.stop_probabilities(query, memory, training)
+        noise = None
+        if dropout_mask is not None and len(dropout_mask.shape) == 4:  # see dropout_mask()
+            dropout_mask, noise = dropout_mask[:, :, 0], dropout_mask[:, :, 1]
+        probabilities = self.stop_probabilities(query, memory, training, noise)
         previous = memory.get("previous_alignment")
         if previous is None:
             previous = self.initial_alignment(memory)
+        mode = self.mode_for(training)
         if query.shape[1] == 1:
-            weights = monotonic_alignment(probabilities[:, 0], previous, self.mode)[:, None]
+            weights = monotonic_alignment(probabilities[:, 0], previous, mode)[:, None]
         else:
 
             def one_step(previous, p_t):
-                alignment = monotonic_alignment(p_t, previous, self.mode)
+                alignment = monotonic_alignment(p_t, previous, mode)
                 return alignment, alignment
 
             _, weights = ops.scan(one_step, previous, ops.transpose(probabilities, (1, 0, 2)))
@@ -224,6 +259,7 @@ class MonotonicAttention(BaseLuongAttention):
         config.update(
             {
                 "mode": self.mode,
+                "inference_mode": self.inference_mode,
                 "score_bias_init": self.score_bias_init,
                 "sigmoid_noise": self.sigmoid_noise,
             }

@@ -106,6 +106,10 @@ class BaseLuongAttention(keras.layers.Layer):
     True
     """
 
+    # Whether the layer needs the previous step's alignment (`previous_alignment=`), which a
+    # decoder then carries in its states (MonotonicAttention).
+    carries_alignment = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.score_modes = score_modes_of(cls)

@@ -12,8 +12,11 @@ from keras_luong.checks import (
 from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.local_attention import LOCAL_ALIGNMENTS, LocalAttention
+from keras_luong.monotonic_attention import MonotonicAttention
 
-ALIGNMENTS = ("global", *LOCAL_ALIGNMENTS)
+# "hard-monotonic": Raffel et al.'s monotonic attention, trained on its expected alignment
+# with noise, decoded hard.
+ALIGNMENTS = ("global", *LOCAL_ALIGNMENTS, "hard-monotonic")
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -38,7 +41,9 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
         target_vocabulary_size: Target token ids are in `[0, target_vocabulary_size)`.
         units: Size of the encoder states, the decoder's LSTM and `h̃`. Defaults to 128.
         embedding_dim: Size of both embeddings. Defaults to 64.
-        alignment: `"global"`, `"monotonic"` (local-m) or `"predictive"` (local-p).
+        alignment: `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) or
+            `"hard-monotonic"`: `MonotonicAttention` (Raffel et al.), trained on its expected
+            alignment with `sigmoid_noise=1`, decoded (and evaluated) with hard alignments.
         score_mode: `"dot"`, `"general"`, `"concat"` or (global only) `"location"`.
         window: Half-width `D` of a local window. Defaults to 10.
         max_source_length: Needed by the `"location"` score.
@@ -173,6 +178,10 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
         }
         if alignment == "global":
             attention = GlobalAttention(max_source_length=max_source_length, **attention_arguments)
+        elif alignment == "hard-monotonic":
+            attention = MonotonicAttention(
+                mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **attention_arguments
+            )
         else:
             attention = LocalAttention(alignment=alignment, window=window, **attention_arguments)
         cells = [keras.layers.LSTMCell(units, dtype=dtype) for _ in range(decoder_layers)]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import MonotonicAttention
+from keras_luong import BeamSearchSampler, LuongDecoder, LuongSeq2Seq, MonotonicAttention
 from keras_luong.monotonic_attention import monotonic_alignment
-from tests.test_case import gradients
+from tests.test_case import fit_lowers_loss, gradients, save_and_load
 
 B, S, T, D = 3, 7, 5, 8
 LENGTHS = np.array([7, 4, 6])
@@ -230,3 +230,64 @@ def test_bad_previous_alignment():
     query, value = random((B, D), 20), random((B, S, D), 21)
     with pytest.raises(ValueError, match="previous_alignment"):
         MonotonicAttention()(query, value, previous_alignment=np.ones((B, S + 1), "float32"))
+
+
+def test_inference_mode_is_used_when_not_training():
+    query, value = random((B, T, D), 22), random((B, S, D), 23)
+    layer = MonotonicAttention(mode="parallel", inference_mode="hard", score_bias_init=0.5)
+    soft = attend(layer, query, value, training=True)[1]
+    hard = attend(layer, query, value)[1]
+    assert np.all((hard == 0) | (hard == 1)) and np.any((soft > 0) & (soft < 1))
+    layer.mode = "hard"
+    np.testing.assert_array_equal(attend(layer, query, value, training=True)[1], hard)
+
+
+# --- in the decoder, which carries the alignment in its states
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_decoder_step_by_step_equals_teacher_forcing(input_feeding):
+    targets, value = random((B, T, 6), 24), random((B, S, D), 25)
+    decoder = LuongDecoder(
+        keras.layers.LSTMCell(D),
+        MonotonicAttention(mode="recursive", attentional_units=D, score_bias_init=0.3),
+        input_feeding=input_feeding,
+    )
+    outputs, weights, states = decoder(
+        targets, value, value_mask=MASK, return_attention_scores=True, return_state=True
+    )
+    assert tuple(states[-1].shape) == (B, S)  # the last alignment, after h̃
+    outputs, weights = ops.convert_to_numpy(outputs), ops.convert_to_numpy(weights)
+    memory = decoder.prepare(value, MASK)
+    step_states = decoder.get_initial_state(B, source_length=S)
+    np.testing.assert_array_equal(ops.convert_to_numpy(step_states[-1]), np.eye(S)[[0] * B])
+    for t in range(T):
+        h_tilde, step_states, step_weights = decoder.step(
+            targets[:, t], step_states, memory, step=t, return_attention_scores=True
+        )
+        np.testing.assert_allclose(ops.convert_to_numpy(h_tilde), outputs[:, t], atol=1e-5)
+        np.testing.assert_allclose(ops.convert_to_numpy(step_weights), weights[:, t], atol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_numpy(states[-1]), weights[:, -1], atol=1e-6)
+    with pytest.raises(ValueError, match="source_length"):
+        decoder.get_initial_state(B)
+
+
+def test_seq2seq_hard_monotonic_trains_and_decodes_monotonically(tmp_path):
+    keras.utils.set_random_seed(6)
+    rng = np.random.default_rng(6)
+    source = rng.integers(3, 9, (32, 6)).astype("int32")
+    target = np.concatenate([np.ones((32, 1)), source, np.full((32, 1), 2)], 1).astype("int32")
+    model = LuongSeq2Seq(9, 9, units=16, embedding_dim=8, alignment="hard-monotonic")
+    attention = model.decoder.cell.attention
+    assert (attention.mode, attention.inference_mode) == ("parallel", "hard")
+    assert fit_lowers_loss(model, (source, target[:, :-1]), target[:, 1:], steps=5)
+    ids, weights = model.generate(source[:4], 7, return_attention_scores=True)
+    weights = np.asarray(weights)
+    assert np.all((weights == 0) | (weights == 1))
+    for row in weights:
+        positions = [int(np.argmax(w)) for w in row if w.sum() == 1]
+        assert positions == sorted(positions)
+    beam = model.generate(source[:4], 7, sampler=BeamSearchSampler(3))
+    assert beam.shape == (4, 7)
+    _, restored = save_and_load(model, tmp_path)
+    np.testing.assert_array_equal(restored.generate(source[:4], 7), ids)
