@@ -154,8 +154,16 @@ class GreedySampler(Sampler):
     In a model: `model.generate(source, max_length=30, sampler="greedy")`.
     """
 
+    def compute_probabilities(self, logits):
+        """The logits themselves (in float32): their argmax is the softmax's, and the softmax
+        over the vocabulary is a measurable share of a greedy step (benchmarks/
+        decoding_vs_tfa.py)."""
+        return ops.cast(logits, "float32")
+
     def get_next_token(self, probabilities):
-        return ops.argmax(probabilities, axis=-1)
+        # The first index of the maximum, as `argmax`, by a max and a min-index: XLA's CPU
+        # argmax (a two-operand reduction) is the slower (see `_top_k_indices`).
+        return _top_k_indices(probabilities, 1)[:, 0]
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
