@@ -175,8 +175,8 @@ class InputFeedingCell(keras.layers.Layer):
             )
         feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
         if self.carries_alignment:
-            first = ops.zeros((batch_size,), "int32")
-            return [*cell_states, feed, ops.one_hot(first, source_length, dtype="float32")]
+            alignment = self.attention.initial_alignment(batch_size, source_length)
+            return [*cell_states, feed, alignment]
         return [*cell_states, feed]
 
     def call(

@@ -184,10 +184,10 @@ class MonotonicAttention(BaseLuongAttention):
             dropout_mask=dropout_mask,
         )
 
-    def initial_alignment(self, memory):
+    def initial_alignment(self, batch_size, source_length):
         """`a_{-1}`: all the weight on the first source position, `(batch_size, S)`."""
-        shape = ops.shape(memory["value"])
-        return ops.one_hot(ops.zeros((shape[0],), "int32"), shape[1], dtype="float32")
+        first = ops.zeros((batch_size,), "int32")
+        return ops.one_hot(first, source_length, dtype="float32")
 
     def mode_for(self, training):
         """The mode of a call: `mode` in training, else `inference_mode` (if set)."""
@@ -239,7 +239,7 @@ class MonotonicAttention(BaseLuongAttention):
         probabilities = self.stop_probabilities(query, memory, training, noise)
         previous = memory.get("previous_alignment")
         if previous is None:
-            previous = self.initial_alignment(memory)
+            previous = self.initial_alignment(*ops.shape(memory["value"])[:2])
         mode = self.mode_for(training)
         if query.shape[1] == 1:
             weights = monotonic_alignment(probabilities[:, 0], previous, mode)[:, None]
