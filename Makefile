@@ -20,7 +20,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test readme-venv docs notebooks demo results g2p g2p-variants clean
+.PHONY: install lint format test readme-venv docs notebooks demo results g2p g2p-variants \
+	translate translate-variants bucketing clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -118,6 +119,37 @@ g2p-variants: install
 			$${variant#*=} --output-dir g2p_output/variants/$$name; \
 	done
 	$(PY) benchmarks/g2p_table.py g2p_output/variants
+
+# Multi30k English->German: one model, at most an hour of training, then validation and test2016
+# BLEU for greedy and beam search (not part of CI). DATA: a folder of the official files
+# (else they are downloaded into $KERAS_HOME). Options after TRANSLATE_ARGS.
+DATA ?=
+TRANSLATE_ARGS ?=
+translate: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/translate.py \
+		$(if $(DATA),--data $(DATA)) $(TRANSLATE_ARGS)
+
+# docs/translation.md's variant table: six variants at one equal budget of minutes each
+# (TRANSLATE_VARIANT_ARGS), then the table of their results (not part of CI).
+TRANSLATE_VARIANT_ARGS ?= --minutes 20 --length-penalties 1.0
+TRANSLATE_VARIANTS := global-general=--score-mode=general \
+	global-dot=--score-mode=dot \
+	local-m-general=--alignment=monotonic \
+	local-p-general=--alignment=predictive \
+	global-general-no-feeding=--no-input-feeding \
+	keras-native=--model=keras-native
+translate-variants: install
+	set -e; for variant in $(TRANSLATE_VARIANTS); do \
+		name=$${variant%%=*}; \
+		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/translate.py \
+			$(if $(DATA),--data $(DATA)) $(TRANSLATE_VARIANT_ARGS) $${variant#*=} \
+			--output-dir translate_output/variants/$$name; \
+	done
+	$(PY) benchmarks/translate_table.py translate_output/variants
+
+# Training tokens/s on Multi30k with and without length-bucketed batches (a few minutes).
+bucketing: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/bucketing.py $(if $(DATA),--data $(DATA))
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache

@@ -181,34 +181,83 @@ class GenerationMixin:
         return generated, generated_alignments(self, source, generated, generator.max_length)
 
     def translate(
-        self, texts, source_vocabulary, target_vocabulary, max_length, sampler="greedy", **kwargs
+        self,
+        texts,
+        source_vocabulary=None,
+        target_vocabulary=None,
+        max_length=None,
+        sampler="greedy",
+        **kwargs,
     ):
-        """Strings in, strings out, through two `keras_luong.vocabulary.Vocabulary`s:
-        `source_vocabulary.encode_batch(texts)` makes the ids (unseen symbols become the OOV
-        id), `target_vocabulary.decode(ids)` reads the generated ones up to the end token.
-        Takes `generate`'s decoding arguments. An empty list gives an empty list; with a
-        sampler that returns all beams, each text gives its n-best list of
-        `(string, score)`."""
+        """Strings in, strings out, through two vocabularies (`keras_luong.vocabulary`'s
+        `Vocabulary` or `SubwordVocabulary`; by default the model's own, from
+        `set_vocabularies`): `source_vocabulary.encode_batch(texts)` makes the ids (unseen
+        symbols become the OOV id), `target_vocabulary.decode(ids)` reads the generated ones up
+        to the end token. Takes `generate`'s decoding arguments; `max_length` is required.
+        An empty list gives an empty list; with a sampler that returns all beams, each text
+        gives its n-best list of `(string, score)`."""
+        if max_length is None:
+            raise ValueError(
+                "Invalid value for argument max_length. Expected the number of target tokens "
+                "to generate at most. Received: max_length=None"
+            )
+        vocabularies = {}
         for side, vocabulary, size in (
             ("source", source_vocabulary, self.source_vocabulary_size),
             ("target", target_vocabulary, self.target_vocabulary_size),
         ):
-            if len(vocabulary) != size:
-                raise ValueError(
-                    f"The {side} vocabulary does not match the model: it has "
-                    f"{len(vocabulary)} ids, the model's {side}_vocabulary_size is {size}. "
-                    f"Received: {side}_vocabulary of size {len(vocabulary)}"
-                )
-        source = source_vocabulary.encode_batch(texts)  # refuses what is not a list of strings
+            if vocabulary is None:
+                vocabulary = getattr(self, f"{side}_vocabulary", None)
+                if vocabulary is None:
+                    raise ValueError(
+                        f"Invalid value for argument {side}_vocabulary. Expected a vocabulary: "
+                        "the model has none (see set_vocabularies). "
+                        f"Received: {side}_vocabulary=None"
+                    )
+            _check_vocabulary_size(side, vocabulary, size)
+            vocabularies[side] = vocabulary
+        # encode_batch refuses what is not a list of strings.
+        source = vocabularies["source"].encode_batch(texts)
         generated = self.generate(source, max_length, sampler=sampler, **kwargs)
+        decode = vocabularies["target"].decode
         if isinstance(generated, tuple):
             ids, scores = generated
-            decode = target_vocabulary.decode
             return [
                 [(decode(i), float(s)) for i, s in zip(row, row_scores, strict=True)]
                 for row, row_scores in zip(ids, scores, strict=True)
             ]
-        return [target_vocabulary.decode(ids) for ids in generated]
+        return [decode(ids) for ids in generated]
+
+    def set_vocabularies(self, source_vocabulary, target_vocabulary):
+        """Keeps the two vocabularies on the model (`source_vocabulary` and
+        `target_vocabulary`): `translate` uses them by default, and `model.save` writes them
+        into the `.keras` file, so `keras.saving.load_model` gives back a model that
+        translates strings. Their sizes must be the model's vocabulary sizes."""
+        _check_vocabulary_size("source", source_vocabulary, self.source_vocabulary_size)
+        _check_vocabulary_size("target", target_vocabulary, self.target_vocabulary_size)
+        self.source_vocabulary = source_vocabulary
+        self.target_vocabulary = target_vocabulary
+
+    def save_assets(self, dir_path):
+        """Writes the model's vocabularies, if it has them, into the `.keras` file's assets."""
+        from keras_luong import vocabulary
+
+        for side in ("source", "target"):
+            value = getattr(self, f"{side}_vocabulary", None)
+            if value is not None:
+                with open(f"{dir_path}/{side}_vocabulary.json", "w", encoding="utf-8") as f:
+                    json.dump(vocabulary.serialize(value), f, ensure_ascii=False)
+
+    def load_assets(self, dir_path):
+        import os
+
+        from keras_luong import vocabulary
+
+        for side in ("source", "target"):
+            path = f"{dir_path}/{side}_vocabulary.json"
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    setattr(self, f"{side}_vocabulary", vocabulary.deserialize(json.load(f)))
 
     def generator(self, max_length, sampler="greedy", stop_token_ids="auto", **deprecated):
         """The `keras.Model` from source ids to generated target ids that `generate` runs
@@ -336,3 +385,12 @@ def generated_alignments(model, source, generated, max_length):
     target_in = np.where(flat == 0, 0, target_in)
     _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
+
+
+def _check_vocabulary_size(side, vocabulary, size):
+    if len(vocabulary) != size:
+        raise ValueError(
+            f"The {side} vocabulary does not match the model: it has "
+            f"{len(vocabulary)} ids, the model's {side}_vocabulary_size is {size}. "
+            f"Received: {side}_vocabulary of size {len(vocabulary)}"
+        )

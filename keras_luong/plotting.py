@@ -1,4 +1,4 @@
-"""Attention heatmaps."""
+"""Attention heatmaps, and word-to-word alignments from subword ones."""
 
 import numpy as np
 
@@ -55,6 +55,54 @@ def plot_attention(weights, source_tokens, target_tokens, path=None, title=None,
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
+
+
+def merge_subwords(weights, source_pieces, target_pieces, marker="▁"):
+    """Word-to-word alignments from subword ones: `(word_weights, source_words,
+    target_words)`.
+
+    A word starts at each piece beginning with `marker` (SentencePiece's `▁`) and takes in
+    the pieces after it. A source word receives the weight of all its pieces (the attention
+    a target piece pays to the word); a target word's row is the mean of its pieces' rows (so
+    rows still sum to at most 1). Pieces without a marker before the first one form a word.
+
+    Args:
+        weights: Subword alignments `(T, S)`, at least `len(target_pieces)` rows and
+            `len(source_pieces)` columns (padding is cut off).
+        source_pieces: The source pieces, e.g. `SubwordVocabulary.tokenize(text)`.
+        target_pieces: The target pieces (an end token `"</s>"` may be the last one).
+        marker: The word-start mark. Defaults to `"▁"`.
+
+    Example:
+
+    >>> weights = np.array([[0.5, 0.5, 0.0], [0.0, 0.2, 0.8], [0.1, 0.1, 0.8]])
+    >>> merged, source, target = merge_subwords(
+    ...     weights, ["▁fahr", "rad", "▁."], ["▁bicy", "cle", "▁."]
+    ... )
+    >>> source, target
+    (['fahrrad', '.'], ['bicycle', '.'])
+    >>> merged.round(2).tolist()  # columns summed, rows averaged
+    [[0.6, 0.4], [0.2, 0.8]]
+    """
+    weights = np.asarray(weights, "float64")[: len(target_pieces), : len(source_pieces)]
+    source_words, source_groups = _words(source_pieces, marker)
+    target_words, target_groups = _words(target_pieces, marker)
+    columns = np.stack([weights[:, g].sum(axis=1) for g in source_groups], axis=1)
+    merged = np.stack([columns[g].mean(axis=0) for g in target_groups])
+    return merged, source_words, target_words
+
+
+def _words(pieces, marker):
+    words, groups = [], []
+    for i, piece in enumerate(pieces):
+        piece = str(piece)
+        if not groups or piece.startswith(marker):
+            words.append(piece.removeprefix(marker))
+            groups.append([i])
+        else:
+            words[-1] += piece
+            groups[-1].append(i)
+    return words, groups
 
 
 def _label(token, keep_spaces=False):

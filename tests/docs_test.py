@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import keras_luong
-from keras_luong import samplers, scores
+from keras_luong import batching, callbacks, samplers, scores, vocabulary
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 # page -> text the page's comments say its code prints
@@ -105,6 +105,10 @@ PUBLIC = [
     keras_luong.GreedySampler,
     keras_luong.BeamSearchSampler,
     samplers.Sampler,
+    vocabulary.Vocabulary,
+    vocabulary.SubwordVocabulary,
+    batching.BucketedBatches,
+    callbacks.BleuCallback,
 ]
 
 

@@ -1,0 +1,39 @@
+"""Collect the results.json of several `benchmarks/translate.py` runs into one Markdown table.
+
+    python benchmarks/translate_table.py translate_output/variants
+
+Each sub-folder of the argument is one run (`make translate-variants` writes them); the table
+gives the variant, the epochs and minutes it trained, its training tokens/s, the best
+validation BLEU (greedy), and test2016 BLEU of greedy decoding and of beam search.
+"""
+
+import json
+import os
+import sys
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        sys.exit(__doc__)
+    root = argv[0]
+    print("| variant | epochs | minutes | tokens/s | validation BLEU | greedy BLEU | beam 5 BLEU |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name, "results.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            result = json.load(f)
+        test = result["test2016"]
+        beam = f"{test['beam']['test']:.2f}" if "beam" in test else "–"
+        best = max(point["val_bleu"] for point in result["curve"])
+        print(
+            f"| {name} | {result['epochs']} | {result['minutes']:.1f} "
+            f"| {result['target_tokens_per_second']} | {best:.2f} "
+            f"| {test['greedy']['test']:.2f} | {beam} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

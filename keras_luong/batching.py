@@ -1,0 +1,151 @@
+"""Length-bucketed batches of sentence pairs for `model.fit`, on every backend."""
+
+import math
+
+import keras
+import numpy as np
+
+
+class BucketedBatches(keras.utils.PyDataset):
+    """Batches of sentence pairs of similar length, bounded by a token budget.
+
+    Sentences of 4 to 50 tokens padded to the longest of a corpus are mostly padding, and a
+    recurrent decoder runs every padded step. Here each pair goes to the bucket of its length
+    (the longer of its source and its target with the end id, rounded up to a multiple of
+    `bucket_width`); each bucket is cut into batches of `tokens_per_batch // length` pairs,
+    padded to the bucket's length. The pairs are shuffled within their buckets and the batches
+    shuffled across buckets at every epoch. Every pair is in exactly one batch per epoch, with
+    its ids unchanged. A bucket's batches are of equal size (as close to the budget as
+    dividing the bucket evenly allows) and its last batch is filled up with rows of padding
+    (an empty source and target, which the loss masks out), so each bucket has one batch
+    shape and a compiled train step (JAX, TensorFlow) is traced once per bucket.
+
+    Yields `((source, target_in), target_out)` int32 arrays: `target_in` is the target after
+    the start id, `target_out` the target before the end id, as `LuongSeq2Seq` trains on.
+
+    Args:
+        source_ids: The source sentences, each a sequence of ids (no start or end id).
+        target_ids: The target sentences, each a sequence of ids (no start or end id).
+        tokens_per_batch: Token budget of a batch: batch size times padded length is at most
+            this (a batch has at least one pair). Defaults to 4096.
+        bucket_width: Bucket lengths are multiples of this. Defaults to 8.
+        shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`.
+        seed: Seed of the shuffles (epoch `e` uses `seed + e`). Defaults to 0.
+        start_token: The id that starts `target_in`. Defaults to 1.
+        end_token: The id that ends `target_out`. Defaults to 2.
+        **kwargs: `keras.utils.PyDataset` arguments (`workers`, `use_multiprocessing`,
+            `max_queue_size`).
+
+    Example:
+
+    >>> source = [[5, 6, 7], [8], [9, 10], [9] * 10]
+    >>> target = [[4, 5], [6, 7, 8], [11], [9] * 9]
+    >>> batches = BucketedBatches(source, target, tokens_per_batch=8, bucket_width=4,
+    ...                           shuffle=False)
+    >>> [batch[1].shape for batch in batches]  # bucket 12: the long pair; bucket 4: three
+    [(1, 12), (2, 4), (2, 4)]
+    >>> (source_batch, target_in), target_out = batches[1]
+    >>> target_in.tolist(), target_out.tolist()
+    ([[1, 4, 5, 0], [1, 6, 7, 8]], [[4, 5, 2, 0], [6, 7, 8, 2]])
+    >>> batches[2][1].tolist()  # the last batch of its bucket, with one filler row
+    [[11, 2, 0, 0], [0, 0, 0, 0]]
+    >>> round(batches.padding_share(), 2)  # 1 - (3 + 4 + 2 + 10) / (12 + 8 + 8)
+    0.32
+    """
+
+    def __init__(
+        self,
+        source_ids,
+        target_ids,
+        tokens_per_batch=4096,
+        bucket_width=8,
+        shuffle=True,
+        seed=0,
+        start_token=1,
+        end_token=2,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if len(source_ids) != len(target_ids):
+            raise ValueError(
+                "Expected as many targets as sources. Received: "
+                f"{len(source_ids)} source_ids and {len(target_ids)} target_ids"
+            )
+        if not len(source_ids):
+            raise ValueError("Invalid value for argument source_ids. Received: no pairs")
+        for name, value in (("tokens_per_batch", tokens_per_batch),
+                            ("bucket_width", bucket_width)):  # fmt: skip
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(
+                    f"Invalid value for argument {name}. Expected a positive integer. "
+                    f"Received: {name}={value!r}"
+                )
+        self.sources = [np.asarray(s, "int32").reshape(-1) for s in source_ids]
+        self.targets = [np.asarray(t, "int32").reshape(-1) for t in target_ids]
+        self.tokens_per_batch = tokens_per_batch
+        self.bucket_width = bucket_width
+        self.shuffle = shuffle
+        self.seed = seed
+        self.start_token = start_token
+        self.end_token = end_token
+        lengths = [
+            max(len(s), len(t) + 1, 1) for s, t in zip(self.sources, self.targets, strict=True)
+        ]
+        buckets = {}
+        for i, length in enumerate(lengths):
+            buckets.setdefault(bucket_width * math.ceil(length / bucket_width), []).append(i)
+        # (length, batch size, pair indices) per bucket, longest first. A bucket of n pairs
+        # needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
+        # ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler.
+        self.buckets = []
+        for length, indices in sorted(buckets.items(), reverse=True):
+            most = max(1, tokens_per_batch // length)
+            size = math.ceil(len(indices) / math.ceil(len(indices) / most))
+            self.buckets.append((length, size, np.array(indices)))
+        self.epoch = 0
+        self._plan()
+
+    def _plan(self):
+        """The epoch's batches: `(length, batch size, pair indices)`, in the order served."""
+        rng = np.random.default_rng(self.seed + self.epoch)
+        batches = []
+        for length, size, indices in self.buckets:
+            if self.shuffle:
+                indices = rng.permutation(indices)
+            for start in range(0, len(indices), size):
+                batches.append((length, size, indices[start : start + size]))
+        if self.shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        length, size, indices = self.batches[index]
+        source = np.zeros((size, length), "int32")
+        target_in = np.zeros((size, length), "int32")
+        target_out = np.zeros((size, length), "int32")
+        for row, i in enumerate(indices):
+            s, t = self.sources[i], self.targets[i]
+            source[row, : len(s)] = s
+            target_in[row, 0] = self.start_token
+            target_in[row, 1 : len(t) + 1] = t
+            target_out[row, : len(t)] = t
+            target_out[row, len(t)] = self.end_token
+        return (source, target_in), target_out
+
+    def on_epoch_end(self):
+        self.epoch += 1
+        self._plan()
+
+    def padding_share(self):
+        """The share of target positions (batch size × length, over an epoch's batches) that
+        are padding, filler rows included."""
+        real = sum(len(t) + 1 for t in self.targets)
+        total = sum(size * length for length, size, _ in self.batches)
+        return 1 - real / total
+
+    def target_tokens(self):
+        """The real target tokens of an epoch (each target and its end id)."""
+        return sum(len(t) + 1 for t in self.targets)
