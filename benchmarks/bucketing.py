@@ -22,9 +22,9 @@ import time
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="folder of the official files (default: download)")
-    parser.add_argument("--tokens-per-batch", type=int, default=3072)
+    parser.add_argument("--tokens-per-batch", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, default=64, help="unbucketed pairs a batch")
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
+    parser.add_argument("--vocabulary-size", type=int, default=6000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=40.0, help="training per round")
     parser.add_argument(

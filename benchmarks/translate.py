@@ -41,7 +41,7 @@ def parse_args(argv=None):
     parser.add_argument("--score-mode", default="general", choices=["dot", "general", "concat"])
     parser.add_argument("--window", type=int, default=10, help="local window half-width D")
     parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
-    parser.add_argument("--vocabulary-size", type=int, default=8000, help="joint BPE units")
+    parser.add_argument("--vocabulary-size", type=int, default=6000, help="joint BPE units")
     parser.add_argument("--subword-model", default="bpe", choices=["bpe", "unigram"])
     parser.add_argument("--units", type=int, default=256)
     parser.add_argument("--layers", type=int, default=1, help="decoder LSTM layers")
