@@ -5,6 +5,8 @@ import math
 import keras
 import numpy as np
 
+from keras_luong.checks import check_integer
+
 
 class BucketedBatches(keras.utils.PyDataset):
     """Batches of sentence pairs of similar length, bounded by a token budget.
@@ -73,13 +75,8 @@ class BucketedBatches(keras.utils.PyDataset):
             )
         if not len(source_ids):
             raise ValueError("Invalid value for argument source_ids. Received: no pairs")
-        for name, value in (("tokens_per_batch", tokens_per_batch),
-                            ("bucket_width", bucket_width)):  # fmt: skip
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(
-                    f"Invalid value for argument {name}. Expected a positive integer. "
-                    f"Received: {name}={value!r}"
-                )
+        check_integer("tokens_per_batch", tokens_per_batch)
+        check_integer("bucket_width", bucket_width)
         self.sources = [np.asarray(s, "int32").reshape(-1) for s in source_ids]
         self.targets = [np.asarray(t, "int32").reshape(-1) for t in target_ids]
         self.tokens_per_batch = tokens_per_batch

@@ -4,6 +4,7 @@ import time
 
 import keras
 
+from keras_luong.checks import check_integer
 from keras_luong.evaluation import corpus_bleu
 
 
@@ -75,11 +76,7 @@ class BleuCallback(keras.callbacks.Callback):
                 "Expected one reference (or list of references) per source. Received: "
                 f"{len(sources)} sources and {len(references)} references"
             )
-        if not isinstance(frequency, int) or frequency < 1:
-            raise ValueError(
-                "Invalid value for argument frequency. Expected a positive integer. "
-                f"Received: frequency={frequency!r}"
-            )
+        check_integer("frequency", frequency)
         corpus_bleu(["a"], ["a"], tokenize=tokenize)  # refuses an unknown tokenizer now
         self.sources = list(sources)
         self.references = list(references)

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 
+from keras_luong.checks import check_integer
+
 SPLITS = ("characters", "whitespace")
 SUBWORD_MODELS = ("bpe", "unigram")
 
@@ -251,11 +253,7 @@ class SubwordVocabulary(_Ids):
                 f"Invalid value for argument model_type. Expected one of {SUBWORD_MODELS}. "
                 f"Received: model_type={model_type!r}"
             )
-        if not isinstance(vocabulary_size, int) or vocabulary_size <= cls.RESERVED:
-            raise ValueError(
-                "Invalid value for argument vocabulary_size. Expected an integer > 4. "
-                f"Received: vocabulary_size={vocabulary_size!r}"
-            )
+        check_integer("vocabulary_size", vocabulary_size, minimum=cls.RESERVED + 1)
         texts = [t for t in texts if t.strip()]
         if max_sentences is not None and len(texts) > max_sentences:
             chosen = np.random.default_rng(seed).choice(len(texts), max_sentences, replace=False)
