@@ -113,7 +113,13 @@ class Sampler:
 
     def compute_probabilities(self, logits):
         """The softmax of `logits / temperature`, in float32 whatever the policy."""
-        return ops.softmax(ops.cast(logits, "float32") / self.temperature, axis=-1)
+        return ops.softmax(self.apply_temperature(logits), axis=-1)
+
+    def apply_temperature(self, logits):
+        """`logits / temperature` in float32 (no division at temperature 1: on torch, where
+        nothing fuses, each elementwise op is one more pass over `rows * vocabulary`)."""
+        logits = ops.cast(logits, "float32")
+        return logits if self.temperature == 1.0 else logits / self.temperature
 
     def get_next_token(self, probabilities):
         """The next token of each row from its probabilities `(batch, vocabulary)`."""
@@ -296,6 +302,19 @@ class BeamSearchSampler(Sampler):
         lengths = ops.cast(lengths, "float32")
         return log_probs / ops.power((5.0 + lengths) / 6.0, self.length_penalty)
 
+    def banned_tokens(self, prompt, index, lengths, logits, stop_token_ids):
+        """The tokens no hypothesis may take at `index`, a boolean like `logits` (or `None`):
+        those that repeat an n-gram (`no_repeat_ngram_size`) and the stop tokens of
+        hypotheses shorter than `min_length`."""
+        banned = None
+        if self.no_repeat_ngram_size:
+            banned = repeated_ngram_tokens(prompt, index, self.no_repeat_ngram_size, logits)
+        if stop_token_ids and self.min_length:
+            is_stop = _is_any(ops.arange(ops.shape(logits)[-1], dtype="int32"), stop_token_ids)
+            too_short = ops.logical_and(ops.less(lengths, self.min_length)[:, None], is_stop[None])
+            banned = too_short if banned is None else ops.logical_or(banned, too_short)
+        return banned
+
     def __call__(
         self,
         next,
@@ -344,37 +363,46 @@ class BeamSearchSampler(Sampler):
 
         def body(prompt, cache, index, mask, log_probs, finished, lengths, attention_sums):
             logits, _, cache = next(prompt, cache, index)
-            logits = ops.cast(logits, "float32") / self.temperature
+            logits = self.apply_temperature(logits)
             vocabulary = ops.shape(logits)[-1]
-            token_log_probs = self.block_repeats(ops.log_softmax(logits, axis=-1), prompt, index)
             ids = ops.arange(vocabulary, dtype="int32")
-            is_stop = _is_any(ids, stop_token_ids)
-            if stop_token_ids and self.min_length:
-                too_short = ops.less(lengths, self.min_length)[:, None]
-                token_log_probs = ops.where(
-                    ops.logical_and(too_short, is_stop[None]), MASKED_SCORE, token_log_probs
-                )
-            # A finished hypothesis has one continuation, padding, at no cost.
+            # A finished hypothesis has one continuation, padding, at no cost: its logits
+            # become 0 for padding and MASKED_SCORE elsewhere, whose log-softmax is itself.
             frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
-            token_log_probs = ops.where(finished[:, None], frozen[None], token_log_probs)
-            candidates = log_probs[:, None] + token_log_probs
+            logits = ops.where(finished[:, None], frozen[None], logits)
+            # log p(token) = logits - normalizer. The candidates' scores are computed from
+            # the logits and one number per row (no log-softmax tensor, no candidates
+            # tensor): on torch each elementwise op over `rows * vocabulary` is one pass.
+            normalizer = ops.logsumexp(logits, axis=-1)
+            banned = self.banned_tokens(prompt, index, lengths, logits, stop_token_ids)
+            if banned is not None:  # after the normalizer: a banned token's mass is lost
+                banned = ops.logical_and(banned, ops.logical_not(finished)[:, None])
+                logits = ops.where(banned, MASKED_SCORE, logits)
+            offset = log_probs - normalizer  # candidates = logits + offset
             candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
-            scores = self.length_normalize(candidates, candidate_lengths[:, None])
+            # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
+            scale = self.length_normalize(1.0, candidate_lengths) if self.length_penalty else 1.0
+            row_score = offset * scale
             if self.needs_attention:
                 # This step's attention counts for the hypotheses still running; those that
                 # have ended are ranked with their penalty (tensorflow-addons' rule).
                 step_attention = ops.cast(cache["attention"], "float32")
                 attention_sums = attention_sums + ops.where(finished[:, None], 0.0, step_attention)
-                penalty = ops.where(finished, self.coverage(attention_sums), 0.0)
-                scores = scores + penalty[:, None]
+                row_score = row_score + ops.where(finished, self.coverage(attention_sums), 0.0)
+            if self.length_penalty:
+                scores = logits * scale[:, None] + row_score[:, None]
+            else:
+                scores = logits + row_score[:, None]
 
             def per_example(x):
                 return ops.reshape(x, (-1, beams * vocabulary))
 
             chosen = _top_k_indices(per_example(scores), beams)  # (batch, beams), best first
-            log_probs = ops.reshape(ops.take_along_axis(per_example(candidates), chosen, 1), [-1])
-            next_token = ops.reshape(chosen % vocabulary, [-1])
             source_beam = chosen // vocabulary
+            source_row = ops.reshape(source_beam + ops.arange(batch_size)[:, None] * beams, [-1])
+            chosen_logits = ops.reshape(ops.take_along_axis(per_example(logits), chosen, 1), [-1])
+            log_probs = chosen_logits + ops.take(offset, source_row, axis=0)
+            next_token = ops.reshape(chosen % vocabulary, [-1])
 
             def gather_beams(x):
                 x = ops.reshape(x, (-1, beams, *ops.shape(x)[1:]))
@@ -532,11 +560,11 @@ def repeated_ngram_tokens(prompt, index, n, logits):
     token = ops.where(same, ops.cast(windows[n - 1], "int32"), vocabulary)
     indices = ops.reshape(ops.stack([row, token], axis=-1), (-1, 2))
     marks = ops.scatter_update(
-        ops.zeros((rows, vocabulary + 1), "float32"),
+        ops.zeros((rows, vocabulary + 1), "bool"),
         indices,
-        ops.ones_like(indices[:, 0], "float32"),
+        ops.ones_like(indices[:, 0], "bool"),
     )
-    return ops.greater(marks[:, :vocabulary], 0)
+    return marks[:, :vocabulary]
 
 
 def _is_any(x, values):
@@ -548,18 +576,61 @@ def _is_any(x, values):
 
 
 def _top_k_indices(x, k):
-    """The indices of the `k` largest entries of each row of `x`, largest first (the first
-    index on ties), found by `k` rounds of max-then-min-index rather than `ops.top_k`: JAX
-    exports `top_k` as a StableHLO composite that TensorFlow's SavedModel reader cannot load,
-    and with `argmax` (a two-operand reduction) beam 4 decoding took twice as long on JAX's
-    CPU backend as with a max and a min (benchmarks/decoding.py). `k`, the beam width, is
-    small."""
-    size = ops.shape(x)[-1]
-    positions = ops.arange(size, dtype="int32")[None]
+    """The indices of the `k` largest entries of each row of `x` `(rows, size)`, largest
+    first (the first index on ties), without `ops.top_k`: JAX exports `top_k` as a StableHLO
+    composite that TensorFlow's SavedModel reader cannot load, and XLA's CPU `argmax` (a
+    two-operand reduction) is slow. `k`, the beam width, is small.
+
+    A row of a beam step holds `num_beams * vocabulary` scores, and each round of max and
+    min-index reads all of them. So the row is cut into blocks of about `sqrt(size / k)`
+    entries: one pass takes each block's maximum, the `k` best blocks are found among those
+    maxima, and the `k` best entries among the `k * block` entries of those blocks. The `k`
+    best entries of a row lie in the `k` blocks whose best entries rank highest (ties
+    broken by the lower index in both stages), so this is exact, and reads the row once
+    rather than `2k` times."""
+    size = x.shape[-1]
+    block = _block_size(size, k)
+    if block is None:
+        return _top_k_rounds(x, k, ops.arange(size, dtype="int32")[None], size)
+    blocks = -(-size // block)
+    if blocks * block != size:
+        x = ops.pad(x, [[0, 0], [0, blocks * block - size]], constant_values=float("-inf"))
+    grouped = ops.reshape(x, (-1, blocks, block))
+    best_blocks = _top_k_rounds(
+        ops.max(grouped, axis=-1), k, ops.arange(blocks, dtype="int32")[None], blocks
+    )
+    candidates = ops.take_along_axis(grouped, best_blocks[..., None], axis=1)  # (rows, k, block)
+    positions = best_blocks[..., None] * block + ops.arange(block, dtype="int32")[None, None]
+    rows = ops.shape(candidates)[0]
+    return _top_k_rounds(
+        ops.reshape(candidates, (rows, k * block)),
+        k,
+        ops.reshape(positions, (rows, k * block)),
+        blocks * block,
+    )
+
+
+def _block_size(size, k):
+    """The block length for `_top_k_indices` (a divisor of `size` near `sqrt(size / k)` when
+    there is one, so no padding is needed), or `None` when blocks would not save reads."""
+    if size is None or size < 64 * k:
+        return None
+    target = max(1, round((size / k) ** 0.5))
+    for block in range(target, max(1, target // 2) - 1, -1):
+        if size % block == 0:
+            return block
+    return target
+
+
+def _top_k_rounds(x, k, positions, sentinel):
+    """`k` rounds of max, then the smallest of `positions` (int32, broadcast to `x`) among
+    the entries equal to it: the positions of the `k` largest entries, largest first.
+    `sentinel` is larger than every position."""
     indices = []
-    for _ in range(k):
+    for i in range(k):
         largest = ops.max(x, axis=-1, keepdims=True)
-        best = ops.min(ops.where(ops.equal(x, largest), positions, size), axis=-1)
+        best = ops.min(ops.where(ops.equal(x, largest), positions, sentinel), axis=-1)
         indices.append(best)
-        x = ops.where(ops.equal(positions, best[:, None]), float("-inf"), x)
+        if i < k - 1:  # the entry found is out of the next rounds
+            x = ops.where(ops.equal(positions, best[:, None]), float("-inf"), x)
     return ops.stack(indices, axis=1)

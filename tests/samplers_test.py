@@ -173,3 +173,22 @@ def test_keras_hub_samplers_agree():
 def test_temperature_is_checked():
     with pytest.raises(ValueError, match="temperature=0"):
         GreedySampler(temperature=0)
+
+
+@pytest.mark.parametrize("size", [7, 320, 4001, 40000])
+@pytest.mark.parametrize("k", [1, 5])
+def test_top_k_indices_match_a_stable_sort(size, k):
+    """The blocked top-k (rows of more than 64 k entries, as a beam step's `beams *
+    vocabulary` scores are) against numpy's stable sort: the k largest, largest first, the
+    lower index first on ties. Few distinct values, so ties fall across block borders; 4001
+    is prime (the last block is padded); one row has a single finite maximum in a sea of the
+    masked score."""
+    from keras_luong.samplers import _top_k_indices
+
+    rng = np.random.default_rng(size + k)
+    x = rng.integers(0, 4, (5, size)).astype("float32")
+    x[1] = -1e9
+    x[1, size // 2] = 0.0
+    x[2, -1] = 10.0  # the best entry in the last (padded) block
+    got = ops.convert_to_numpy(_top_k_indices(ops.convert_to_tensor(x), k))
+    np.testing.assert_array_equal(got, np.argsort(-x, axis=1, kind="stable")[:, :k])
