@@ -94,45 +94,72 @@ def smoothed_loss(label_smoothing, vocabulary_size):
 def keras_native_model(vocabulary_size, units, embedding_dim, dropout):
     """The recipe a Keras user writes without this package: a biLSTM encoder, an LSTM decoder
     started from the encoder's states, `keras.layers.Attention` (dot) over the encoder
-    states, `Dense(tanh)` on `[c; h]`, a softmax layer. No input feeding."""
+    states, `Dense(tanh)` on `[c; h]`, a softmax layer. No input feeding. The layers are
+    named for `greedy_keras_native`, which steps them one token at a time."""
     import keras
 
     source = keras.Input((None,), dtype="int32", name="source")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
-    embedded = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True)(source)
+    embedded = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
+    )(source)
     embedded = keras.layers.Dropout(dropout)(embedded)
     memory, fh, fc, bh, bc = keras.layers.Bidirectional(
-        keras.layers.LSTM(units // 2, return_sequences=True, return_state=True)
+        keras.layers.LSTM(units // 2, return_sequences=True, return_state=True), name="encoder"
     )(embedded)
-    h = keras.layers.Dense(units, "tanh")(keras.layers.Concatenate()([fh, bh]))
-    c = keras.layers.Dense(units, "tanh")(keras.layers.Concatenate()([fc, bc]))
-    decoded = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True)(target_in)
+    h = keras.layers.Dense(units, "tanh", name="bridge_h")(keras.layers.Concatenate()([fh, bh]))
+    c = keras.layers.Dense(units, "tanh", name="bridge_c")(keras.layers.Concatenate()([fc, bc]))
+    decoded = keras.layers.Embedding(
+        vocabulary_size, embedding_dim, mask_zero=True, name="target_embedding"
+    )(target_in)
     decoded = keras.layers.Dropout(dropout)(decoded)
-    states = keras.layers.LSTM(units, return_sequences=True)(decoded, initial_state=[h, c])
-    context = keras.layers.Attention()([states, memory])
-    attentional = keras.layers.Dense(units, "tanh", use_bias=False)(
+    states = keras.layers.LSTM(units, return_sequences=True, name="decoder")(
+        decoded, initial_state=[h, c]
+    )
+    context = keras.layers.Attention(name="attention")([states, memory])
+    attentional = keras.layers.Dense(units, "tanh", use_bias=False, name="attentional")(
         keras.layers.Concatenate()([context, states])
     )
-    logits = keras.layers.Dense(vocabulary_size)(keras.layers.Dropout(dropout)(attentional))
+    logits = keras.layers.Dense(vocabulary_size, name="logits")(
+        keras.layers.Dropout(dropout)(attentional)
+    )
     return keras.Model((source, target_in), logits, name="keras_native")
 
 
-def greedy_keras_native(model, source, max_length, start, end):
-    """Greedy decoding of the Keras-native model by re-running it on its growing output (it
-    has no step function): `max_length` full passes, for scoring only."""
+def greedy_keras_native(model, source, max_length, start, end, batch_size=256):
+    """Greedy decoding of the Keras-native model, one step at a time as a Keras user writes
+    it for inference: the encoder once, then the decoder's `LSTMCell`, the attention over
+    the encoder states and the output layers for each new token (inference, no dropout)."""
     import numpy as np
+    from keras import ops
 
-    output = np.zeros((len(source), max_length + 1), "int32")
-    output[:, 0] = start
-    done = np.zeros(len(source), bool)
-    for t in range(max_length):
-        logits = model.predict_on_batch((source, output[:, : t + 1]))
-        token = np.asarray(logits)[:, -1].argmax(-1)
-        output[:, t + 1] = np.where(done, 0, token)
-        done |= token == end
-        if done.all():
-            break
-    return output[:, 1:]
+    layer = model.get_layer
+    outputs = []
+    for first in range(0, len(source), batch_size):
+        ids = source[first : first + batch_size]
+        source_mask = ops.convert_to_tensor(ids != 0)
+        embedded = layer("source_embedding")(ids)
+        memory, fh, fc, bh, bc = layer("encoder")(embedded, mask=source_mask)
+        h = layer("bridge_h")(ops.concatenate([fh, bh], -1))
+        c = layer("bridge_c")(ops.concatenate([fc, bc], -1))
+        token = np.full(len(ids), start, "int32")
+        output = np.zeros((len(ids), max_length), "int32")
+        done = np.zeros(len(ids), bool)
+        for t in range(max_length):
+            # The embedding row itself: the layer would attach a mask the cell warns about.
+            x = ops.take(layer("target_embedding").embeddings, token, axis=0)
+            state, (h, c) = layer("decoder").cell(x, [h, c])
+            query = state[:, None]
+            context = layer("attention")([query, memory], mask=[None, source_mask])
+            attentional = layer("attentional")(ops.concatenate([context, query], -1))
+            logits = layer("logits")(attentional)[:, 0]
+            token = ops.convert_to_numpy(ops.argmax(logits, -1)).astype("int32")
+            output[:, t] = np.where(done, 0, token)
+            done |= token == end
+            if done.all():
+                break
+        outputs.append(output)
+    return np.concatenate(outputs) if outputs else np.zeros((0, max_length), "int32")
 
 
 class TrainingClock:

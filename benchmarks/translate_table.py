@@ -4,7 +4,8 @@
 
 Each sub-folder of the argument is one run (`make translate-variants` writes them); the table
 gives the variant, the epochs and minutes it trained, its training tokens/s, the best
-validation BLEU (greedy), and test2016 BLEU of greedy decoding and of beam search.
+validation BLEU (greedy), and test2016 BLEU of greedy decoding and of beam search; then a
+second table of each run's validation BLEU (greedy) after every epoch.
 """
 
 import json
@@ -17,14 +18,15 @@ def main(argv=None):
     if len(argv) != 1:
         sys.exit(__doc__)
     root = argv[0]
-    print("| variant | epochs | minutes | tokens/s | validation BLEU | greedy BLEU | beam 5 BLEU |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    results = {}
     for name in sorted(os.listdir(root)):
         path = os.path.join(root, name, "results.json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            result = json.load(f)
+        if os.path.exists(path):
+            with open(path) as f:
+                results[name] = json.load(f)
+    print("| variant | epochs | minutes | tokens/s | validation BLEU | greedy BLEU | beam 5 BLEU |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, result in results.items():
         test = result["test2016"]
         beam = f"{test['beam']['test']:.2f}" if "beam" in test else "–"
         best = max(point["val_bleu"] for point in result["curve"])
@@ -33,6 +35,13 @@ def main(argv=None):
             f"| {result['target_tokens_per_second']} | {best:.2f} "
             f"| {test['greedy']['test']:.2f} | {beam} |"
         )
+    epochs = max((len(result["curve"]) for result in results.values()), default=0)
+    print()
+    print("| validation BLEU after epoch | " + " | ".join(str(e + 1) for e in range(epochs)) + " |")
+    print("|---|" + "---:|" * epochs)
+    for name, result in results.items():
+        scores = [f"{point['val_bleu']:.2f}" for point in result["curve"]]
+        print(f"| {name} | " + " | ".join(scores + ["–"] * (epochs - len(scores))) + " |")
 
 
 if __name__ == "__main__":
