@@ -381,18 +381,14 @@ class BeamSearchSampler(Sampler):
             offset = log_probs - normalizer  # candidates = logits + offset
             candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
-            scale = self.length_normalize(1.0, candidate_lengths) if self.length_penalty else 1.0
-            row_score = offset * scale
+            row_score = self.length_normalize(offset, candidate_lengths)
             if self.needs_attention:
                 # This step's attention counts for the hypotheses still running; those that
                 # have ended are ranked with their penalty (tensorflow-addons' rule).
                 step_attention = ops.cast(cache["attention"], "float32")
                 attention_sums = attention_sums + ops.where(finished[:, None], 0.0, step_attention)
                 row_score = row_score + ops.where(finished, self.coverage(attention_sums), 0.0)
-            if self.length_penalty:
-                scores = logits * scale[:, None] + row_score[:, None]
-            else:
-                scores = logits + row_score[:, None]
+            scores = self.length_normalize(logits, candidate_lengths[:, None]) + row_score[:, None]
 
             def per_example(x):
                 return ops.reshape(x, (-1, beams * vocabulary))
