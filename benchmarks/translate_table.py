@@ -5,7 +5,7 @@
 Each sub-folder of the argument is one run (`make translate-variants` writes them); the table
 gives the variant, the epochs and minutes it trained, its training tokens/s, the best
 validation BLEU (greedy), and test2016 BLEU of greedy decoding and of beam search; then a
-second table of each run's validation BLEU (greedy) after every epoch.
+second table of each run's validation BLEU (greedy) after every epoch, a column a run.
 """
 
 import json
@@ -37,11 +37,14 @@ def main(argv=None):
         )
     epochs = max((len(result["curve"]) for result in results.values()), default=0)
     print()
-    print("| validation BLEU after epoch | " + " | ".join(str(e + 1) for e in range(epochs)) + " |")
-    print("|---|" + "---:|" * epochs)
-    for name, result in results.items():
-        scores = [f"{point['val_bleu']:.2f}" for point in result["curve"]]
-        print(f"| {name} | " + " | ".join(scores + ["–"] * (epochs - len(scores))) + " |")
+    print("| epoch | " + " | ".join(results) + " |")
+    print("|---|" + "---:|" * len(results))
+    for epoch in range(epochs):
+        scores = [
+            f"{result['curve'][epoch]['val_bleu']:.2f}" if epoch < len(result["curve"]) else "–"
+            for result in results.values()
+        ]
+        print(f"| {epoch + 1} | " + " | ".join(scores) + " |")
 
 
 if __name__ == "__main__":
