@@ -56,6 +56,11 @@ class Seq2SeqGenerator(keras.Model):
         # padding or as a new sentence.
         ids = ops.arange(model.target_vocabulary_size)
         never = ops.logical_or(ids == 0, ids == model.start_token)
+        # Added to the logits rather than a `where`: XLA fuses an add into the output
+        # layer's result once, where a select was recomputed by each reader of the logits
+        # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
+        # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
+        never_bias = ops.where(never, MASKED_SCORE, 0.0)
 
         # A sampler with a coverage penalty reads each step's attention from the cache.
         keep_attention = getattr(self.sampler, "needs_attention", False)
@@ -67,7 +72,7 @@ class Seq2SeqGenerator(keras.Model):
                 token, list(states), memory, index - 1, return_attention_scores=keep_attention
             )
             # float32, so that the mask constant fits under mixed precision too.
-            logits = ops.where(never, MASKED_SCORE, ops.cast(logits, "float32"))
+            logits = ops.cast(logits, "float32") + never_bias
             if keep_attention:
                 attention = ops.cast(weights[0], "float32")
                 return logits, attentional, {"states": tuple(states), "attention": attention}
