@@ -1,7 +1,7 @@
 """What the coverage penalty and n-gram blocking cost: beam search with each (and greedy with
 n-gram blocking) over the same decoding without, in one run, interleaved rounds.
 
-    KERAS_BACKEND=jax python benchmarks/decoding_extras.py [--rounds 5]
+    KERAS_BACKEND=jax python benchmarks/decoding_extras.py [--rounds 7] [--calls 3]
 
 The sizes of the comparison with tensorflow-addons (B=64 sources of length 30, 30 steps, all
 of them run: `stop_token_ids=None`; 256 units, vocabulary 8000, beam 5), a LuongSeq2Seq with
@@ -27,7 +27,8 @@ def main():
     parser.add_argument("--vocabulary", type=int, default=8000)
     parser.add_argument("--beams", type=int, default=5)
     parser.add_argument("--ngram", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=3, help="calls per sample")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -60,12 +61,14 @@ def main():
     for _ in range(args.rounds):
         for name, sampler in samplers.items():
             start = time.perf_counter()
-            run(sampler)
-            times[name].append(time.perf_counter() - start)
+            for _ in range(args.calls):
+                run(sampler)
+            times[name].append((time.perf_counter() - start) / args.calls)
     medians = {name: statistics.median(t) for name, t in times.items()}
     print(
         f"backend {keras.backend.backend()}: B={args.batch}, S=L={args.length}, units "
-        f"{args.units}, vocabulary {args.vocabulary}, {args.rounds} rounds (medians)"
+        f"{args.units}, vocabulary {args.vocabulary}, medians of {args.rounds} interleaved rounds "
+        f"of {args.calls} calls"
     )
     base = {"greedy": medians["greedy"], "beam": medians[f"beam {args.beams}"]}
     for name, median in medians.items():
