@@ -63,14 +63,13 @@ class Sampler:
             "no_repeat_ngram_size", no_repeat_ngram_size, minimum=0
         )
 
-    def block_repeats(self, logits, prompt, index):
+    def block_repeats(self, logits, prompt, index, active=None):
         """`logits` `(rows, vocabulary)` with `MASKED_SCORE` on every token that would repeat
         an n-gram of its row of `prompt` at position `index` (unchanged when
-        `no_repeat_ngram_size` is 0)."""
+        `no_repeat_ngram_size` is 0, and in the rows where the boolean `active` is false)."""
         if not self.no_repeat_ngram_size:
             return logits
-        banned = repeated_ngram_tokens(prompt, index, self.no_repeat_ngram_size, logits)
-        return ops.where(banned, MASKED_SCORE, logits)
+        return mask_repeated_ngrams(logits, prompt, index, self.no_repeat_ngram_size, active)
 
     def __call__(
         self,
@@ -302,18 +301,13 @@ class BeamSearchSampler(Sampler):
         lengths = ops.cast(lengths, "float32")
         return log_probs / ops.power((5.0 + lengths) / 6.0, self.length_penalty)
 
-    def banned_tokens(self, prompt, index, lengths, logits, stop_token_ids):
-        """The tokens no hypothesis may take at `index`, a boolean like `logits` (or `None`):
-        those that repeat an n-gram (`no_repeat_ngram_size`) and the stop tokens of
-        hypotheses shorter than `min_length`."""
-        banned = None
-        if self.no_repeat_ngram_size:
-            banned = repeated_ngram_tokens(prompt, index, self.no_repeat_ngram_size, logits)
-        if stop_token_ids and self.min_length:
-            is_stop = _is_any(ops.arange(ops.shape(logits)[-1], dtype="int32"), stop_token_ids)
-            too_short = ops.logical_and(ops.less(lengths, self.min_length)[:, None], is_stop[None])
-            banned = too_short if banned is None else ops.logical_or(banned, too_short)
-        return banned
+    def too_short(self, lengths, vocabulary, stop_token_ids):
+        """The stop tokens of the hypotheses shorter than `min_length`, a boolean
+        `(rows, vocabulary)` (or `None` when there is no such ban)."""
+        if not (stop_token_ids and self.min_length):
+            return None
+        is_stop = _is_any(ops.arange(vocabulary, dtype="int32"), stop_token_ids)
+        return ops.logical_and(ops.less(lengths, self.min_length)[:, None], is_stop[None])
 
     def __call__(
         self,
@@ -374,10 +368,14 @@ class BeamSearchSampler(Sampler):
             # the logits and one number per row (no log-softmax tensor, no candidates
             # tensor): on torch each elementwise op over `rows * vocabulary` is one pass.
             normalizer = ops.logsumexp(logits, axis=-1)
-            banned = self.banned_tokens(prompt, index, lengths, logits, stop_token_ids)
-            if banned is not None:  # after the normalizer: a banned token's mass is lost
-                banned = ops.logical_and(banned, ops.logical_not(finished)[:, None])
-                logits = ops.where(banned, MASKED_SCORE, logits)
+            # The bans come after the normalizer (a banned token's mass is lost), and never
+            # touch a finished hypothesis: its one continuation is padding.
+            running = ops.logical_not(finished)
+            logits = self.block_repeats(logits, prompt, index, active=running)
+            too_short = self.too_short(lengths, vocabulary, stop_token_ids)
+            if too_short is not None:
+                too_short = ops.logical_and(too_short, running[:, None])
+                logits = ops.where(too_short, MASKED_SCORE, logits)
             offset = log_probs - normalizer  # candidates = logits + offset
             candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
@@ -533,12 +531,57 @@ def pad_after_end(ids, stop_token_ids):
 def repeated_ngram_tokens(prompt, index, n, logits):
     """Which tokens would repeat an n-gram: a boolean `(rows, vocabulary)` (the shape of
     `logits`), true for token `w` of row `r` when `prompt[r, index-n+1:index] + [w]` equals
-    `prompt[r, j:j+n]` for some `j + n <= index`. Fixed shapes (one scatter), so it compiles;
-    `index` may be a tensor."""
-    rows, length = ops.shape(prompt)[0], ops.shape(prompt)[1]
-    starts = length - n + 1  # the n-grams prompt[:, j:j+n], j < starts
-    if starts <= 0:
+    `prompt[r, j:j+n]` for some `j + n <= index`. `index` may be a tensor."""
+    rows, vocabulary = ops.shape(logits)[0], ops.shape(logits)[-1]
+    matches = _ngram_matches(prompt, index, n)
+    if matches is None:
         return ops.zeros_like(logits, "bool")
+    same, token = matches
+    # A match marks its token; the others mark an extra column, dropped after.
+    token = ops.where(same, token, vocabulary)
+    row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], ops.shape(token)[1], axis=1)
+    indices = ops.reshape(ops.stack([row, token], axis=-1), (-1, 2))
+    marks = ops.scatter_update(
+        ops.zeros((rows, vocabulary + 1), "bool"), indices, ops.ones_like(indices[:, 0], "bool")
+    )
+    return marks[:, :vocabulary]
+
+
+def mask_repeated_ngrams(logits, prompt, index, n, active=None):
+    """`logits` `(rows, vocabulary)` with `MASKED_SCORE` on the tokens that
+    `repeated_ngram_tokens` marks, in the rows where `active` (a boolean `(rows,)`) is true.
+
+    Written into the logits by one scatter of `rows × (length - n + 1)` entries, without a
+    `(rows, vocabulary)` mask: on torch each op over the whole vocabulary is one more pass,
+    and XLA updates the logits in place. Every entry writes a value that does not depend on
+    the order of duplicates: in a row with a repeat, each entry writes `MASKED_SCORE` to a
+    token to ban (its own, or the row's first banned one); in a row without, each writes a
+    logit back to its own place. Fixed shapes, so it compiles; `index` may be a tensor."""
+    matches = _ngram_matches(prompt, index, n)
+    if matches is None:
+        return logits
+    same, token = matches
+    if active is not None:
+        same = ops.logical_and(same, ops.cast(active, "bool")[:, None])
+    any_repeat = ops.any(same, axis=1, keepdims=True)
+    first = ops.argmax(ops.cast(same, "int32"), axis=1)[:, None]
+    first_banned = ops.take_along_axis(token, ops.cast(first, "int32"), axis=1)
+    target = ops.where(same, token, ops.where(any_repeat, first_banned, token))
+    values = ops.where(any_repeat, MASKED_SCORE, ops.take_along_axis(logits, target, axis=1))
+    rows, starts = ops.shape(target)[0], ops.shape(target)[1]
+    row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], starts, axis=1)
+    indices = ops.reshape(ops.stack([row, target], axis=-1), (-1, 2))
+    return ops.scatter_update(logits, indices, ops.reshape(ops.cast(values, logits.dtype), [-1]))
+
+
+def _ngram_matches(prompt, index, n):
+    """`(same, token)`, both `(rows, J)` for the `J = length - n + 1` n-grams
+    `prompt[:, j:j+n]`: whether the n-gram ends before `index` and its first `n - 1` tokens
+    are the `n - 1` before `index`, and its last token (int32). `None` when no n-gram fits."""
+    rows, length = ops.shape(prompt)[0], ops.shape(prompt)[1]
+    starts = length - n + 1
+    if starts <= 0:
+        return None
     windows = [ops.slice(prompt, [0, k], [rows, starts]) for k in range(n)]  # n x (rows, J)
     # The n - 1 tokens before `index` (clipped at 0: no n-gram fits before position n - 1).
     last = ops.take(prompt, ops.clip(index - n + 1 + ops.arange(n - 1), 0, length - 1), axis=1)
@@ -548,19 +591,7 @@ def repeated_ngram_tokens(prompt, index, n, logits):
     # An n-gram that ends before `index`, once the row holds n - 1 tokens before it.
     complete = ops.logical_and(ops.arange(starts) + n <= index, ops.greater_equal(index, n - 1))
     same = ops.logical_and(same, complete[None])
-    # Each n-gram marks the token that would complete it again; those that do not match
-    # mark an extra column, dropped after. One vectorised scatter-update (duplicates write
-    # the same 1), not `ops.scatter`, which loops over the indices in Python on torch.
-    vocabulary = ops.shape(logits)[-1]
-    row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], starts, axis=1)
-    token = ops.where(same, ops.cast(windows[n - 1], "int32"), vocabulary)
-    indices = ops.reshape(ops.stack([row, token], axis=-1), (-1, 2))
-    marks = ops.scatter_update(
-        ops.zeros((rows, vocabulary + 1), "bool"),
-        indices,
-        ops.ones_like(indices[:, 0], "bool"),
-    )
-    return marks[:, :vocabulary]
+    return same, ops.cast(windows[n - 1], "int32")
 
 
 def _is_any(x, values):

@@ -13,7 +13,8 @@ import pytest
 from keras import ops
 
 from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq
-from keras_luong.samplers import repeated_ngram_tokens
+from keras_luong.checks import MASKED_SCORE
+from keras_luong.samplers import mask_repeated_ngrams, repeated_ngram_tokens
 from tests.samplers_test import END, STEPS, SUM_WEIGHT, TABLE, WORDS, prompts
 
 SOURCE = 4
@@ -137,6 +138,29 @@ def test_repeated_ngram_tokens_against_brute_force(n):
             for row in range(40)
         ]
         np.testing.assert_array_equal(banned, expected, err_msg=f"{index=}")
+        total += banned.sum()
+    assert total > 10  # the comparison had banned tokens to get right
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_mask_repeated_ngrams_against_brute_force(n):
+    """The scatter into the logits bans exactly the brute-force tokens in the active rows
+    and leaves every other logit as it was, with many duplicate n-grams per row (4 token
+    values): the order in which duplicates are written must not matter."""
+    rng = np.random.default_rng(10 + n)
+    prompt = rng.integers(0, 4, (40, 7)).astype("int32")
+    logits = rng.normal(size=(40, 5)).astype("float32")
+    active = rng.random(40) < 0.7
+    total = 0
+    for index in range(8):
+        masked = ops.convert_to_numpy(mask_repeated_ngrams(logits, prompt, index, n, active))
+        banned = np.array(
+            [
+                [active[row] and new_repeat(list(prompt[row, :index]), t, n) for t in range(5)]
+                for row in range(40)
+            ]
+        )
+        np.testing.assert_array_equal(masked, np.where(banned, MASKED_SCORE, logits), f"{index=}")
         total += banned.sum()
     assert total > 10  # the comparison had banned tokens to get right
 

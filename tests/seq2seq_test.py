@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import LuongSeq2Seq
+from keras_luong import BeamSearchSampler, LuongSeq2Seq, samplers
 from keras_luong.datasets import dates
 from keras_luong.generation import Seq2SeqGenerator
 from tests.test_case import BACKEND, TestCase, assert_allclose, fit_lowers_loss, save_and_load
@@ -255,6 +255,28 @@ def test_exported_beam_search_over_a_large_vocabulary(tmp_path):
     model.projection.kernel.assign(rng.normal(0, 1, (16, 301)).astype("float32"))
     decoding = {"sampler": "beam", "num_beams": 3, "length_penalty": 0.6}
     check_export(model, source, tmp_path, decoding)
+
+
+def test_exported_ngram_blocking(tmp_path):
+    """`no_repeat_ngram_size` writes its bans into the logits by a scatter inside the loop:
+    the SavedModel decodes as the backend does, and the ban is at work (unblocked, this model
+    repeats tokens; blocked, no row holds a token twice)."""
+    keras.utils.set_random_seed(0)
+    model = LuongSeq2Seq(40, 30, units=16, embedding_dim=8)
+    rng = np.random.default_rng(1)
+    source = rng.integers(3, 40, (4, 7)).astype("int32")
+    model((source, source % 30))
+    model.projection.kernel.assign(rng.normal(0, 1, (16, 30)).astype("float32"))
+    sampler = BeamSearchSampler(3, no_repeat_ngram_size=1)
+    unblocked = model.generate(source, max_length=dates.TARGET_LENGTH, sampler="beam")
+    blocked = model.generate(source, max_length=dates.TARGET_LENGTH, sampler=sampler)
+
+    def repeats(ids):
+        return sum(len(row[row > 0]) - len(set(row[row > 0])) for row in ids)
+
+    assert repeats(unblocked) > 0
+    assert repeats(blocked) == 0
+    check_export(model, source, tmp_path, {"sampler": samplers.serialize(sampler)})
 
 
 def check_export(model, source, tmp_path, decoding):
