@@ -31,13 +31,14 @@ def main():
     args = parser.parse_args()
     if keras.backend.backend() != "torch":
         raise SystemExit("run with KERAS_BACKEND=torch")
+    import torch
 
     keras.utils.set_random_seed(0)
     source = np.random.default_rng(0).integers(3, 7999, (args.batch, 30)).astype("int32")
     model = LuongSeq2Seq(8000, 8000, units=256, embedding_dim=64)
     model((source[:1], source[:1, :2]))
     print(
-        f"torch {__import__('torch').__version__}, {os.cpu_count()} CPUs: B={args.batch}, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs: B={args.batch}, "
         f"S=L=30, 256 units, vocabulary 8000; medians of {args.rounds} interleaved rounds "
         f"of {args.calls} calls"
     )

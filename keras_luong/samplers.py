@@ -377,7 +377,7 @@ class BeamSearchSampler(Sampler):
                 too_short = ops.logical_and(too_short, running[:, None])
                 logits = ops.where(too_short, MASKED_SCORE, logits)
             offset = log_probs - normalizer  # candidates = logits + offset
-            candidate_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+            candidate_lengths = lengths + ops.cast(running, "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
             row_score = self.length_normalize(offset, candidate_lengths)
             if self.needs_attention:
@@ -531,20 +531,10 @@ def pad_after_end(ids, stop_token_ids):
 def repeated_ngram_tokens(prompt, index, n, logits):
     """Which tokens would repeat an n-gram: a boolean `(rows, vocabulary)` (the shape of
     `logits`), true for token `w` of row `r` when `prompt[r, index-n+1:index] + [w]` equals
-    `prompt[r, j:j+n]` for some `j + n <= index`. `index` may be a tensor."""
-    rows, vocabulary = ops.shape(logits)[0], ops.shape(logits)[-1]
-    matches = _ngram_matches(prompt, index, n)
-    if matches is None:
-        return ops.zeros_like(logits, "bool")
-    same, token = matches
-    # A match marks its token; the others mark an extra column, dropped after.
-    token = ops.where(same, token, vocabulary)
-    row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], ops.shape(token)[1], axis=1)
-    indices = ops.reshape(ops.stack([row, token], axis=-1), (-1, 2))
-    marks = ops.scatter_update(
-        ops.zeros((rows, vocabulary + 1), "bool"), indices, ops.ones_like(indices[:, 0], "bool")
-    )
-    return marks[:, :vocabulary]
+    `prompt[r, j:j+n]` for some `j + n <= index`. `index` may be a tensor. (The samplers
+    apply the ban directly, `mask_repeated_ngrams`; this is its mask.)"""
+    masked = mask_repeated_ngrams(ops.zeros_like(logits, "float32"), prompt, index, n)
+    return ops.equal(masked, MASKED_SCORE)
 
 
 def mask_repeated_ngrams(logits, prompt, index, n, active=None):
