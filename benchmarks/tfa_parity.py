@@ -37,13 +37,23 @@ def inputs():
 def tensorflow_addons_side(path):
     """Run in the tensorflow-addons venv: the decoder of docs/migrating.md, weights and logits
     saved to `path`."""
+    import tensorflow_addons as tfa
+
+    saved, attention = tfa_decoder(tfa.seq2seq.LuongAttention, UNITS)
+    np.savez(path, memory_kernel=attention.memory_layer.kernel.numpy(), **saved)
+
+
+def tfa_decoder(attention_class, *args, **kwargs):
+    """`(arrays, attention)`: a tensorflow-addons `AttentionWrapper` decoder with
+    `attention_class(*args, memory=..., **kwargs)` run by teacher forcing; the arrays hold its
+    logits and the weights of everything but the attention mechanism."""
     import tensorflow as tf
     import tensorflow_addons as tfa
 
     tf.keras.utils.set_random_seed(0)
     encoder_outputs, encoder_h, encoder_c, target_embedded = map(tf.constant, inputs())
-    attention = tfa.seq2seq.LuongAttention(
-        UNITS, memory=encoder_outputs, memory_sequence_length=SOURCE_LENGTHS
+    attention = attention_class(
+        *args, memory=encoder_outputs, memory_sequence_length=SOURCE_LENGTHS, **kwargs
     )
     lstm = tf.keras.layers.LSTMCell(UNITS)
     cell = tfa.seq2seq.AttentionWrapper(lstm, attention, attention_layer_size=UNITS)
@@ -52,30 +62,41 @@ def tensorflow_addons_side(path):
     state = cell.get_initial_state(batch_size=BATCH, dtype=tf.float32)
     state = state.clone(cell_state=[encoder_h, encoder_c])
     outputs, _, _ = decoder(target_embedded, initial_state=state, sequence_length=[TARGET] * BATCH)
-    np.savez(
-        path,
+    saved = dict(
         logits=outputs.rnn_output.numpy(),
         lstm_kernel=lstm.kernel.numpy(),
         lstm_recurrent_kernel=lstm.recurrent_kernel.numpy(),
         lstm_bias=lstm.bias.numpy(),
-        memory_kernel=attention.memory_layer.kernel.numpy(),
         attention_layer_kernel=cell._attention_layers[0].kernel.numpy(),
         projection_kernel=projection.kernel.numpy(),
         projection_bias=projection.bias.numpy(),
     )
+    return saved, attention
 
 
 def keras_luong_side(saved):
+    from keras_luong import GlobalAttention
+
+    attention = GlobalAttention(
+        score_mode="general", attentional_units=UNITS, attentional_activation=None
+    )
+
+    def assign():
+        attention.key_kernel.assign(saved["memory_kernel"])
+
+    return keras_luong_decoder(attention, saved, assign)
+
+
+def keras_luong_decoder(attention, saved, assign_attention):
+    """The logits of `LuongDecoder(LSTMCell, attention)` + `Dense`, with the weights
+    `tfa_decoder` saved and `assign_attention()` giving the attention its own."""
     import keras
 
-    from keras_luong import GlobalAttention, LuongDecoder
+    from keras_luong import LuongDecoder
 
     encoder_outputs, encoder_h, encoder_c, target_embedded = inputs()
     source_mask = np.arange(SOURCE) < np.array(SOURCE_LENGTHS)[:, None]
     lstm = keras.layers.LSTMCell(UNITS)
-    attention = GlobalAttention(
-        score_mode="general", attentional_units=UNITS, attentional_activation=None
-    )
     decoder = LuongDecoder(lstm, attention, input_feeding=True)
     projection = keras.layers.Dense(VOCAB)
     run = lambda: projection(  # noqa: E731
@@ -87,12 +108,10 @@ def keras_luong_side(saved):
         )
     )
     run()  # builds every layer
-    # The fused or wrapped cell: the weights go to the cell the decoder runs.
-    cell = decoder.cell.cell
-    cell.kernel.assign(saved["lstm_kernel"])
-    cell.recurrent_kernel.assign(saved["lstm_recurrent_kernel"])
-    cell.bias.assign(saved["lstm_bias"])
-    attention.key_kernel.assign(saved["memory_kernel"])
+    lstm.kernel.assign(saved["lstm_kernel"])
+    lstm.recurrent_kernel.assign(saved["lstm_recurrent_kernel"])
+    lstm.bias.assign(saved["lstm_bias"])
+    assign_attention()
     # tensorflow-addons' attention layer reads [h; c]; attentional_kernel reads [c; h].
     tfa_kernel = saved["attention_layer_kernel"]
     attention.attentional_kernel.assign(np.concatenate([tfa_kernel[UNITS:], tfa_kernel[:UNITS]]))

@@ -382,7 +382,9 @@ def main(argv=None):
             f"ours, beam {args.beam_width} (length penalty {alpha:g})")  # fmt: skip
         print(f"{label:<60} {row['validation']:8.2f} {row['test']:6.2f} {row['chrf']:6.2f} "
               f"{row['sacrebleu']:9.2f}")  # fmt: skip
-    for system, direction, score, scored in multi30k.PUBLISHED:
+    import published
+
+    for system, direction, score, scored in published.MULTI30K:
         print(f"{system[:60]:<60} {'':>8} {score:6.2f}   ({direction}; {scored})")
     print(f"BLEU: sacreBLEU tok:none on the official lowercased tokenized text (multi-bleu); "
           f"sacreBLEU column: {signature} on the raw references")  # fmt: skip

@@ -1,12 +1,12 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
+from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.local_attention import LocalAttention
 from keras_luong.monotonic_attention import MonotonicAttention
 from keras_luong.samplers import BeamSearchSampler, GreedySampler
-from keras_luong.scores import BaseLuongAttention
 from keras_luong.seq2seq import LuongSeq2Seq
 
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ wrong, as for integer ids given as states).
 """
 
 import numbers
+import os
 
 import keras
 import numpy as np
@@ -80,16 +81,20 @@ def as_bool(mask):
     return mask if keras.backend.standardize_dtype(mask.dtype) == "bool" else ops.cast(mask, "bool")
 
 
+def shape_matches(shape, expected_shape):
+    """Whether `shape` is `expected_shape`, a `None` dimension of either matching anything."""
+    return len(shape) == len(expected_shape) and all(
+        a is None or b is None or a == b for a, b in zip(shape, expected_shape, strict=True)
+    )
+
+
 def check_mask(name, mask, expected_shape):
     """`mask` as a boolean tensor of `expected_shape` (`None` dimensions match anything), or
     `None` if not given."""
     if mask is None:
         return None
     mask = as_bool(mask)
-    if len(mask.shape) != len(expected_shape) or any(
-        a is not None and b is not None and a != b
-        for a, b in zip(mask.shape, expected_shape, strict=True)
-    ):
+    if not shape_matches(mask.shape, expected_shape):
         raise ValueError(
             f"Invalid {name}: expected shape {tuple(expected_shape)}. "
             f"Received: {name}.shape={tuple(mask.shape)}"
@@ -165,3 +170,13 @@ class TokenIdChecks:
         """`keras.Model.predict`, with the token ids checked first."""
         self.check_data(x)
         return super().predict(x, *args, **kwargs)
+
+
+def check_path(name, path):
+    """`path` (a `str` or an `os.PathLike`) as a `str`."""
+    if isinstance(path, (str, os.PathLike)):
+        return os.fspath(path)
+    raise TypeError(
+        f"Invalid value for argument {name}. Expected a path (a str or os.PathLike). "
+        f"Received: {name}={path!r}"
+    )

@@ -29,11 +29,11 @@ class LuongDecoder(keras.layers.Layer):
 
     Args:
         cell: A Keras RNN cell (`LSTMCell`, `GRUCell`, `SimpleRNNCell`, `StackedRNNCells`).
-            On the fast path (`input_feeding=False`) an `LSTMCell`/`GRUCell` is the template
-            of a fused `LSTM`/`GRU` layer made from its config; the decoder uses that layer's
-            own cell (`decoder.cell.cell`), and if the given cell is already built its weights
-            are copied into it, so nothing the cell learned is lost.
-        attention: A `GlobalAttention` or `LocalAttention` with `attentional_units` set.
+            The decoder trains this cell object. On the fast path (`input_feeding=False`) an
+            `LSTMCell`/`GRUCell` runs inside Keras' fused `LSTM`/`GRU` layer (cuDNN on a GPU),
+            which is given this very cell, so its weights are the ones trained.
+        attention: A keras-luong attention layer with `attentional_units` set; its state, if it
+            keeps one (`MonotonicAttention`), travels in the decoder's states.
         input_feeding: Feed `h̃_{t-1}` to the cell at step `t`. Defaults to `True`.
         **kwargs: Base layer keyword arguments.
 
@@ -84,19 +84,14 @@ class LuongDecoder(keras.layers.Layer):
         super().__init__(**kwargs)
         self.input_feeding = input_feeding
         self.rnn = None
-        self._cell_config = None
         fused = _FUSED_LAYERS.get(type(cell))
         if not input_feeding and fused is not None:
             config = cell.get_config()
             config.pop("name", None)
             self.rnn = fused(**config, return_sequences=True, return_state=True)
-            if cell.built:
-                # The fused layer's cell replaces the template: carry its weights over.
-                self.rnn.build((None, None, cell.kernel.shape[0]))
-                self.rnn.cell.set_weights(cell.get_weights())
-            # Kept as a config: the template itself is never tracked.
-            self._cell_config = keras.saving.serialize_keras_object(cell)
-            cell = self.rnn.cell
+            # The fused layer runs the given cell itself (its own, made from the same config,
+            # is never built), so the cell the user holds is the one trained and saved.
+            self.rnn.cell = cell
         self.cell = InputFeedingCell(
             cell, attention, input_feeding=input_feeding, dtype=self.dtype_policy
         )
@@ -111,10 +106,10 @@ class LuongDecoder(keras.layers.Layer):
         if self.rnn is not None and not self.rnn.built:
             self.rnn.build(inputs_shape)
 
-    def get_initial_state(self, batch_size, cell_states=None, source_length=None):
-        """The states of `step`: see `InputFeedingCell.get_initial_state` (`source_length`
-        is needed by an attention that carries its alignment, `MonotonicAttention`)."""
-        return self.cell.get_initial_state(batch_size, cell_states, source_length)
+    def get_initial_state(self, batch_size, cell_states=None, memory=None, source_length=None):
+        """The states of `step`: see `InputFeedingCell.get_initial_state` (`memory`, from
+        `prepare`, is needed by an attention that keeps a state, `MonotonicAttention`)."""
+        return self.cell.get_initial_state(batch_size, cell_states, memory, source_length)
 
     def prepare(self, value, value_mask=None):
         """The memory `step()` attends to: the encoder states prepared once per source,
@@ -151,8 +146,7 @@ class LuongDecoder(keras.layers.Layer):
         check_floating("inputs", inputs)
         batch = ops.shape(inputs)[0]
         memory = self.prepare(value, value_mask)
-        source_length = ops.shape(memory["value"])[1] if self.cell.carries_alignment else None
-        states = self.cell.get_initial_state(batch, initial_state, source_length)
+        states = self.cell.get_initial_state(batch, initial_state, memory)
         inputs_mask = check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
         if inputs_mask is not None:
             # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
@@ -172,20 +166,16 @@ class LuongDecoder(keras.layers.Layer):
 
     def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        source_length = ops.shape(memory["value"])[1]
         # Every random draw happens before the loop (a draw inside a compiled JAX loop leaks
-        # its seed's state): the attention's dropout masks for all steps, scanned with the
-        # inputs, and the cell's own (Keras' RNN does the same for its cells).
+        # its seed's state): the attention's for all steps, into the memory, and the cell's
+        # own (Keras' RNN does the same for its cells).
+        memory = self.attention.draw_ahead(memory, steps, training)
         width = inputs.shape[-1] + (self.units if self.input_feeding else 0)
         cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
         cell_states = states[: len(self.cell.cell_state_size)]
         predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
-        dropout_masks = self.attention.dropout_mask(batch, steps, source_length, training)
-        if dropout_masks is not None:
-            inputs = (inputs, dropout_masks)
 
-        def step(x, states, t):
-            x_t, dropout_mask = x if dropout_masks is not None else (x, None)
+        def step(x_t, states, t):
             attentional, new_states, *weights = self.cell(
                 x_t,
                 states,
@@ -193,47 +183,46 @@ class LuongDecoder(keras.layers.Layer):
                 step=t,
                 training=training,
                 return_attention_scores=return_attention_scores,
-                dropout_mask=dropout_mask,
             )
             return [attentional, *weights], new_states
 
         outputs_like = [ops.zeros((batch, self.units), dtype=self.compute_dtype)]
         if return_attention_scores:
-            outputs_like.append(ops.zeros((batch, source_length), "float32"))
+            outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
         (outputs, *weights), states = masked_scan(step, states, inputs, inputs_mask, outputs_like)
         reset_cell_dropout(self.cell.cell)
         return outputs, (weights[0] if weights else None), states
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
-        cell_states = states[: len(self.cell.cell_state_size)]
+        cells = len(self.cell.cell_state_size)
+        cell_states, attention_state = states[:cells], states[cells + 1 :]
         if self.rnn is not None:
             sequence, *cell_states = self.rnn(
                 inputs, initial_state=cell_states, mask=inputs_mask, training=training
             )
         else:
             sequence, cell_states = self._run_cell(inputs, cell_states, inputs_mask, training)
-        carries = self.cell.carries_alignment
         attended = self.attention(
             sequence,
             memory=memory,
+            initial_state=attention_state,
             query_mask=inputs_mask,
             step=0,
             training=training,
-            return_attention_scores=return_attention_scores or carries,
+            return_attention_scores=return_attention_scores,
+            return_state=True,
         )
-        outputs, weights = attended if return_attention_scores or carries else (attended, None)
-        # The last h̃ (and alignment) of each sequence: at its last unmasked step.
+        outputs, *weights, attention_state = attended
+        # The last h̃ of each sequence: at its last unmasked step (the attention's state stays
+        # as it was at masked steps).
         if inputs_mask is None:
             index = ops.full((ops.shape(outputs)[0], 1, 1), ops.shape(outputs)[1] - 1)
         else:
             lengths = ops.sum(ops.cast(inputs_mask, "int32"), axis=1)
             index = ops.maximum(lengths - 1, 0)[:, None, None]
-        index = ops.cast(index, "int32")
-        last = ops.take_along_axis(outputs, index, axis=1)[:, 0]
-        final = [*keras.tree.flatten(cell_states), last]
-        if carries:
-            final.append(ops.cast(ops.take_along_axis(weights, index, axis=1)[:, 0], "float32"))
-        return outputs, (weights if return_attention_scores else None), final
+        last = ops.take_along_axis(outputs, ops.cast(index, "int32"), axis=1)[:, 0]
+        final = [*keras.tree.flatten(cell_states), last, *attention_state]
+        return outputs, (weights[0] if weights else None), final
 
     def _run_cell(self, inputs, cell_states, inputs_mask, training):
         """The wrapped cell alone over the sequence, for cells with no fused layer.
@@ -279,11 +268,7 @@ class LuongDecoder(keras.layers.Layer):
         if return_attention_scores:
             result.append(keras.KerasTensor((*inputs.shape[:2], value.shape[1]), "float32"))
         if return_state:
-            _, state_shapes = self.cell.compute_output_shape(inputs.shape)
-            states = [keras.KerasTensor(s, self.compute_dtype) for s in state_shapes]
-            if self.cell.carries_alignment:  # the alignment over the source, in float32
-                states[-1] = keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32")
-            result.append(states)
+            result.append(self.cell.state_spec(inputs.shape[0], value.shape[1]))
         return result[0] if len(result) == 1 else tuple(result)
 
     def compute_mask(self, inputs, previous_mask):
@@ -293,7 +278,7 @@ class LuongDecoder(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "cell": self._cell_config or keras.saving.serialize_keras_object(self.cell.cell),
+                "cell": keras.saving.serialize_keras_object(self.cell.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
                 "input_feeding": self.input_feeding,
             }

@@ -10,18 +10,15 @@ per-call input pipeline; a generator is kept only once a call through it has suc
 
 import collections
 import json
-import warnings
 
 import keras
 import numpy as np
 from keras import ops
 
-from keras_luong import samplers as samplers_module
 from keras_luong.checks import MASKED_SCORE, check_integer, check_token_ids
-from keras_luong.samplers import BeamSearchSampler, GreedySampler, pad_after_end
-
-# The decoding settings `generate` took before they moved to the sampler.
-LEGACY_SAMPLER_ARGUMENTS = ("num_beams", "length_penalty", "min_length", "return_all_beams")
+from keras_luong.compat import resolve_sampler
+from keras_luong.samplers import pad_after_end
+from keras_luong.vocabulary_assets import check_vocabulary_size
 
 
 class Seq2SeqGenerator(keras.Model):
@@ -43,8 +40,6 @@ class Seq2SeqGenerator(keras.Model):
         model = self.seq2seq
         batch = ops.shape(source)[0]
         value, value_mask, cell_states = model.encode(source)
-        source_length = ops.shape(value)[1] if model.decoder.cell.carries_alignment else None
-        states = model.decoder.get_initial_state(batch, cell_states, source_length)
         beams = getattr(self.sampler, "num_beams", 1)
         if beams > 1:
             # The sampler repeats the prompt and the cache per beam; the memory is prepared
@@ -52,6 +47,8 @@ class Seq2SeqGenerator(keras.Model):
             value = ops.repeat(value, beams, axis=0)
             value_mask = ops.repeat(value_mask, beams, axis=0)
         memory = model.decoder.prepare(value, value_mask)
+        # One state per source (the sampler repeats it per beam), the attention's included.
+        states = model.decoder.get_initial_state(batch, cell_states, memory)
         # Padding and the start token are never generated: fed back, they would be read as
         # padding or as a new sentence.
         ids = ops.arange(model.target_vocabulary_size)
@@ -219,7 +216,7 @@ class GenerationMixin:
                         "the model has none (see set_vocabularies). "
                         f"Received: {side}_vocabulary=None"
                     )
-            _check_vocabulary_size(side, vocabulary, size)
+            check_vocabulary_size(side, vocabulary, size)
             vocabularies[side] = vocabulary
         # encode_batch refuses what is not a list of strings.
         source = vocabularies["source"].encode_batch(texts)
@@ -232,37 +229,6 @@ class GenerationMixin:
                 for row, row_scores in zip(ids, scores, strict=True)
             ]
         return [decode(ids) for ids in generated]
-
-    def set_vocabularies(self, source_vocabulary, target_vocabulary):
-        """Keeps the two vocabularies on the model (`source_vocabulary` and
-        `target_vocabulary`): `translate` uses them by default, and `model.save` writes them
-        into the `.keras` file, so `keras.saving.load_model` gives back a model that
-        translates strings. Their sizes must be the model's vocabulary sizes."""
-        _check_vocabulary_size("source", source_vocabulary, self.source_vocabulary_size)
-        _check_vocabulary_size("target", target_vocabulary, self.target_vocabulary_size)
-        self.source_vocabulary = source_vocabulary
-        self.target_vocabulary = target_vocabulary
-
-    def save_assets(self, dir_path):
-        """Writes the model's vocabularies, if it has them, into the `.keras` file's assets."""
-        from keras_luong import vocabulary
-
-        for side in ("source", "target"):
-            value = getattr(self, f"{side}_vocabulary", None)
-            if value is not None:
-                with open(f"{dir_path}/{side}_vocabulary.json", "w", encoding="utf-8") as f:
-                    json.dump(vocabulary.serialize(value), f, ensure_ascii=False)
-
-    def load_assets(self, dir_path):
-        import os
-
-        from keras_luong import vocabulary
-
-        for side in ("source", "target"):
-            path = f"{dir_path}/{side}_vocabulary.json"
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    setattr(self, f"{side}_vocabulary", vocabulary.deserialize(json.load(f)))
 
     def generator(self, max_length, sampler="greedy", stop_token_ids="auto", **deprecated):
         """The `keras.Model` from source ids to generated target ids that `generate` runs
@@ -324,39 +290,6 @@ def sampler_key(sampler):
     return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
 
 
-def resolve_sampler(sampler, legacy):
-    """The sampler object for `generate`'s `sampler` argument (`samplers.get`), with the
-    decoding settings older versions took as `generate` arguments (deprecated)."""
-    unknown = sorted(set(legacy) - set(LEGACY_SAMPLER_ARGUMENTS))
-    if unknown:
-        raise TypeError(f"generate() got unexpected keyword arguments: {', '.join(unknown)}")
-    if not legacy:
-        return samplers_module.get(sampler)
-    given = ", ".join(f"{name}={value!r}" for name, value in legacy.items())
-    if not (isinstance(sampler, str) and sampler in ("greedy", "beam")):
-        raise ValueError(
-            f"The decoding settings {given} belong to the sampler: pass them to its "
-            f"constructor. Received: sampler={sampler!r} with {given}"
-        )
-    warnings.warn(
-        f"generate({given}) is deprecated: pass sampler=keras_luong.BeamSearchSampler("
-        f"{given}) (or GreedySampler()) instead.",
-        DeprecationWarning,
-        stacklevel=4,
-    )
-    if sampler == "beam":
-        return BeamSearchSampler(**{"num_beams": 4, **legacy})  # 4: the old default here
-    if {"num_beams", "length_penalty"} & set(legacy):
-        raise ValueError(
-            f"Greedy decoding has no beams and no length penalty. Received: sampler='greedy' "
-            f"with {given}"
-        )
-    if legacy.get("min_length") or legacy.get("return_all_beams"):
-        # Beam search of width 1 is greedy decoding (a tested identity).
-        return BeamSearchSampler(1, **legacy)
-    return GreedySampler()
-
-
 def get_generator(model, max_length, sampler="greedy", stop_token_ids="auto", **legacy):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
     max_length = check_integer("max_length", max_length)
@@ -390,12 +323,3 @@ def generated_alignments(model, source, generated, max_length):
     target_in = np.where(flat == 0, 0, target_in)
     _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
-
-
-def _check_vocabulary_size(side, vocabulary, size):
-    if len(vocabulary) != size:
-        raise ValueError(
-            f"The {side} vocabulary does not match the model: it has "
-            f"{len(vocabulary)} ids, the model's {side}_vocabulary_size is {size}. "
-            f"Received: {side}_vocabulary of size {len(vocabulary)}"
-        )

@@ -1,8 +1,10 @@
 import keras
 from keras import ops
 
+from keras_luong.attention_protocol import Attended
+from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_integer
-from keras_luong.scores import BaseLuongAttention, project
+from keras_luong.scores import project, score_mode
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -55,8 +57,9 @@ class GlobalAttention(BaseLuongAttention):
             calls them all alike.
         training: Whether attention dropout is applied.
         return_attention_scores: If `True`, also return the attention weights.
-        dropout_mask: Optional attention dropout drawn ahead, `(batch_size, Tq, S)` (see
-            `dropout_mask()`), in place of a random draw.
+        initial_state: Unused: global attention keeps no state from step to step (see
+            `BaseLuongAttention`); taken so that every attention is called alike.
+        return_state: If `True`, also return the state after the last step (an empty list).
 
     Returns:
         The context `c_t` `(batch_size, Tq, d_v)` (or `h̃_t`, `(batch_size, Tq,
@@ -94,7 +97,8 @@ class GlobalAttention(BaseLuongAttention):
     def _location_weights(self, query_dim, value_dim):
         return {"location_kernel": (query_dim, self.max_source_length)}
 
-    def _location_score(self, query, keys):
+    @score_mode("location", weights=_location_weights)
+    def location_score(self, query, keys):
         scores = project(query, self.location_kernel)
         source_length = ops.shape(keys)[1]
         if isinstance(source_length, int):  # known: check_source_length refused a longer one
@@ -121,16 +125,18 @@ class GlobalAttention(BaseLuongAttention):
         self,
         query,
         memory,
+        state,
+        query_mask=None,
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
+        draws=None,
     ):
         scores = self.score(query, memory["keys"])
         mask = memory.get("mask")
         weights = self.normalize(scores, None if mask is None else mask[:, None, :])
-        context = self.combine(weights, memory["value"], training, dropout_mask)
-        return self.attentional_state(context, query), weights, None
+        context = self.combine(weights, memory["value"], training, draws)
+        return Attended(self.attentional_state(context, query), weights, None, state)
 
     def get_config(self):
         config = super().get_config()

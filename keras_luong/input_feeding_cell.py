@@ -1,8 +1,10 @@
+import warnings
+
 import keras
 from keras import ops
 
+from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import check_rank
-from keras_luong.scores import BaseLuongAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -15,35 +17,36 @@ class InputFeedingCell(keras.layers.Layer):
     h̃_t  = tanh(W_c [c_t; h_t])                      (the attention's attentional_units)
     ```
 
-    The state is the wrapped cell's state (flattened) followed by `h̃_{t-1}`, which is zero at
-    `t = 0` (and, for an attention that carries it, `MonotonicAttention`, the previous
-    alignment `(batch_size, S)`). Keras 3's `RNN` cannot pass the memory to a cell, so
+    The state is the wrapped cell's state (flattened), then `h̃_{t-1}`, which is zero at
+    `t = 0`, then whatever state the attention keeps from step to step (its `state_size`:
+    nothing for Luong's global and local attention, the previous alignment `(batch_size, S)`
+    for `MonotonicAttention`). Keras 3's `RNN` cannot pass the memory to a cell, so
     `LuongDecoder` runs this cell with its own loop, and `step`-by-step decoding calls it
     directly. The encoder states (the `value`) are prepared once per source, `memory =
     cell.prepare(value, value_mask)`, and the memory is handed to every step.
 
     Args:
         cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
-        attention: A `GlobalAttention` or `LocalAttention` with `attentional_units` set (the
+        attention: A keras-luong attention layer (`GlobalAttention`, `LocalAttention`,
+            `MonotonicAttention`, or any `BaseLuongAttention`) with `attentional_units` set (the
             size of `h̃`).
         input_feeding: Whether `h̃_{t-1}` is fed to the cell with `x_t`. Defaults to `True`.
         **kwargs: Base layer keyword arguments.
 
     Call arguments:
         inputs: `x_t`, `(batch_size, input_dim)`.
-        states: A list: the cell's states, flattened, then `h̃_{t-1}`.
+        states: A list: the cell's states, flattened, then `h̃_{t-1}`, then the attention's
+            state.
         memory: The prepared source, `cell.prepare(value, value_mask)`, computed once per
             source.
         step: The decoding step `t`: an integer or a scalar or `(batch_size,)` tensor (used
             by local-m; every attention takes it).
         training: Whether dropout is applied.
         return_attention_scores: If `True`, also return the weights `(batch_size, S)`.
-        dropout_mask: Optional attention dropout drawn ahead for this step (see
-            `attention.dropout_mask()`), in place of a random draw.
 
     Returns:
-        `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`; the new states end with
-        `h̃_t`, fed to the next step.
+        `(h̃_t, new_states)`, or `(h̃_t, new_states, weights)`; in the new states `h̃_t`, fed
+        to the next step, follows the cell's.
 
     Example:
 
@@ -78,8 +81,8 @@ class InputFeedingCell(keras.layers.Layer):
             )
         if not isinstance(attention, BaseLuongAttention):
             raise ValueError(
-                "Invalid value for argument attention. Expected a keras_luong GlobalAttention "
-                f"or LocalAttention. Received: attention={attention!r}"
+                "Invalid value for argument attention. Expected a keras_luong attention layer "
+                f"(a BaseLuongAttention). Received: attention={attention!r}"
             )
         if not attention.attentional_units:
             raise ValueError(
@@ -98,16 +101,10 @@ class InputFeedingCell(keras.layers.Layer):
         return keras.tree.flatten(self.cell.state_size)
 
     @property
-    def carries_alignment(self):
-        """Whether the attention needs the previous step's alignment (`MonotonicAttention`):
-        then the states end with it, `(batch_size, S)`."""
-        return self.attention.carries_alignment
-
-    @property
     def state_size(self):
-        """The cell's state sizes, then `h̃`'s; then `None`, the source length, for the
-        alignment an attention such as `MonotonicAttention` carries from step to step."""
-        return [*self.cell_state_size, self.units] + ([None] if self.carries_alignment else [])
+        """The cell's state sizes, then `h̃`'s, then the attention's (`None`: one value per
+        source position)."""
+        return [*self.cell_state_size, self.units, *self.attention.state_size]
 
     @property
     def output_size(self):
@@ -139,16 +136,25 @@ class InputFeedingCell(keras.layers.Layer):
         self.build_attention(value.shape)
         return self.attention.prepare(value, value_mask)
 
-    def get_initial_state(self, batch_size, cell_states=None, source_length=None):
+    def get_initial_state(self, batch_size, cell_states=None, memory=None, source_length=None):
         """Zeros for every state, or `cell_states` (e.g. the encoder's final `[h, c]`) followed
-        by a zero `h̃_{-1}`; with an attention that carries its alignment, then the initial
-        alignment over `source_length` positions (all the weight on the first)."""
-        if self.carries_alignment and source_length is None:
-            raise ValueError(
-                f"{type(self.attention).__name__} carries its alignment from step to step: "
-                "get_initial_state needs the source length, get_initial_state(batch_size, "
-                "cell_states, source_length=S). Received: source_length=None"
+        by a zero `h̃_{-1}`; then the attention's initial state for the prepared `memory`
+        (`cell.prepare(value, value_mask)`; needed only by an attention with state, such as
+        `MonotonicAttention`). `source_length=S` in place of a memory is deprecated."""
+        if memory is None and self.attention.state_size:
+            if source_length is None:
+                raise ValueError(
+                    f"{type(self.attention).__name__} keeps a state from step to step, made "
+                    "from the source: pass the memory, get_initial_state(batch_size, "
+                    "cell_states, memory=cell.prepare(value, value_mask)). Received: memory=None"
+                )
+            warnings.warn(
+                "get_initial_state(..., source_length=S) is deprecated: pass the prepared "
+                "memory, get_initial_state(..., memory=cell.prepare(value, value_mask)).",
+                DeprecationWarning,
+                stacklevel=2,
             )
+            memory = {"value": ops.zeros((batch_size, source_length, 0))}
         if cell_states is None:
             cell_states = [
                 ops.zeros((batch_size, size), dtype=self.compute_dtype)
@@ -174,10 +180,10 @@ class InputFeedingCell(keras.layers.Layer):
                 f"Received: states of shapes {shapes}"
             )
         feed = ops.zeros((batch_size, self.units), dtype=self.compute_dtype)
-        if self.carries_alignment:
-            alignment = self.attention.initial_alignment(batch_size, source_length)
-            return [*cell_states, feed, alignment]
-        return [*cell_states, feed]
+        attention_states = []
+        if self.attention.state_size:
+            attention_states = self.attention.get_initial_state(batch_size, memory)
+        return [*cell_states, feed, *attention_states]
 
     def call(
         self,
@@ -187,41 +193,40 @@ class InputFeedingCell(keras.layers.Layer):
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
     ):
         self.check_step_arguments(inputs, states, memory)
-        alignment = {}
-        if self.carries_alignment:
-            *states, previous = states
-            alignment = {"previous_alignment": previous}
-        *cell_states, feed = states
+        cells = len(self.cell_state_size)
+        cell_states, feed, attention_state = states[:cells], states[cells], states[cells + 1 :]
         if self.input_feeding:
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
         cell_states = keras.tree.pack_sequence_as(self.cell.state_size, cell_states)
         hidden, new_cell_states = self.cell(inputs, cell_states, training=training)
-        return_weights = return_attention_scores or self.carries_alignment
         attended = self.attention(
             hidden,
             memory=memory,
+            initial_state=list(attention_state),
             step=step,
             training=training,
-            return_attention_scores=return_weights,
-            dropout_mask=dropout_mask,
-            **alignment,
+            return_attention_scores=return_attention_scores,
+            return_state=True,
         )
-        attentional = attended[0] if return_weights else attended
-        new_states = [*keras.tree.flatten(new_cell_states), attentional]
-        if self.carries_alignment:
-            new_states.append(ops.cast(attended[1], "float32"))
-        if return_attention_scores:
-            return attentional, new_states, attended[1]
-        return attentional, new_states
+        attentional, *weights, attention_state = attended
+        new_states = [*keras.tree.flatten(new_cell_states), attentional, *attention_state]
+        return (attentional, new_states, *weights)
 
     def compute_output_shape(self, inputs_shape, states_shape=None, memory_shape=None):
         """`((batch_size, units), [state shapes])`: `h̃_t` and the new states, shaped as
-        `state_size` (the cell's states, then `h̃_t`)."""
+        `state_size` (`None` where the attention keeps one value per source position)."""
         batch = inputs_shape[0]
         return (batch, self.units), [(batch, size) for size in self.state_size]
+
+    def state_spec(self, batch_size, source_length):
+        """The symbolic states: `KerasTensor`s shaped as `get_initial_state` returns them."""
+        cell_states = [
+            keras.KerasTensor((batch_size, size), self.compute_dtype)
+            for size in [*self.cell_state_size, self.units]
+        ]
+        return cell_states + self.attention.state_spec(batch_size, source_length)
 
     def compute_output_spec(
         self,
@@ -231,18 +236,16 @@ class InputFeedingCell(keras.layers.Layer):
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
     ):
         self.check_step_arguments(inputs, states, memory)
-        value = memory["value"]
-        output_shape, state_shapes = self.compute_output_shape(inputs.shape)
-        states_spec = [keras.KerasTensor(shape, self.compute_dtype) for shape in state_shapes]
-        if self.carries_alignment:
-            states_spec[-1] = keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32")
-        result = [keras.KerasTensor(output_shape, self.compute_dtype), states_spec]
+        batch, source_length = inputs.shape[0], memory["value"].shape[1]
+        result = (
+            keras.KerasTensor((batch, self.units), self.compute_dtype),
+            self.state_spec(batch, source_length),
+        )
         if return_attention_scores:
-            result.append(keras.KerasTensor((inputs.shape[0], value.shape[1]), "float32"))
-        return tuple(result)
+            result += (keras.KerasTensor((batch, source_length), "float32"),)
+        return result
 
     def check_step_arguments(self, inputs, states, memory):
         """Refuses what one step cannot run on: `inputs` not `(batch_size, input_dim)`, a
@@ -251,8 +254,9 @@ class InputFeedingCell(keras.layers.Layer):
         if not isinstance(states, (list, tuple)) or len(states) != len(self.state_size):
             shapes = [tuple(getattr(s, "shape", ())) for s in keras.tree.flatten(states)]
             raise ValueError(
-                f"Invalid states: expected a list of {len(self.state_size)} states, the cell's "
-                f"then h̃_(t-1), of sizes {self.state_size} (get_initial_state() makes them). "
+                f"Invalid states: expected a list of {len(self.state_size)} states, the cell's, "
+                f"h̃_(t-1), then the attention's, of sizes {self.state_size} "
+                "(get_initial_state() makes them). "
                 f"Received: {len(shapes)} states of shapes {shapes}"
             )
         if not isinstance(memory, dict) or "value" not in memory:

@@ -1,8 +1,10 @@
 import keras
 from keras import ops
 
+from keras_luong.attention_protocol import Attended
+from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import check_integer, check_one_of, check_step
-from keras_luong.scores import BaseLuongAttention, project
+from keras_luong.scores import project
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".
 LOCAL_ALIGNMENTS = ("monotonic", "predictive")
@@ -70,8 +72,9 @@ class LocalAttention(BaseLuongAttention):
             `(batch_size,)` tensor, `>= 0`. Defaults to 0 for a rank-3 query; local-m needs it
             for a rank-2 query.
         training: Whether attention dropout is applied.
-        dropout_mask: Optional attention dropout drawn ahead, `(batch_size, Tq, 2D + 1)` (see
-            `dropout_mask()`), in place of a random draw.
+        initial_state: Unused: local attention keeps no state from step to step (see
+            `BaseLuongAttention`); taken so that every attention is called alike.
+        return_state: If `True`, also return the state after the last step (an empty list).
         return_attention_scores: If `True`, also return the weights as `(batch_size, Tq, S)`,
             zero outside each window (built only on request).
         return_positions: If `True`, also return the aligned positions `p_t`, `(batch_size, Tq)`.
@@ -97,8 +100,6 @@ class LocalAttention(BaseLuongAttention):
         Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine
         Translation", EMNLP 2015 (arXiv:1508.04025), section 3.2.
     """
-
-    score_modes = ("dot", "general", "concat")
 
     def __init__(
         self,
@@ -190,16 +191,17 @@ class LocalAttention(BaseLuongAttention):
 
     def window_keys(self, window):
         """The keys of gathered windows `(B, T, 2D + 1, d_v)`: projected by the score mode's
-        `key_kernel` if it has one (`"concat"`). `"general"` projects the query instead (see
-        `_general_score`)."""
-        if self.key_kernel is None or self.score_mode == "general":
+        `key_kernel` if it has one (`"concat"`), except where the mode can move that kernel
+        onto the query instead (`"general"`: `h_t W_a^T`, see `window_query`)."""
+        if self.key_kernel is None or self.score_entry.query_side is not None:
             return window
         return project(window, self.key_kernel)
 
-    def _general_score(self, query, keys):
-        # `h_t · W_a h̄_s = (h_t W_a^T) · h̄_s`: one projection of the query a step rather than
-        # one per window position.
-        return self._dot_score(project(query, ops.transpose(self.key_kernel)), keys)
+    def window_query(self, query):
+        """The query scored against the windows: `h_t W_a^T` for `"general"`, one projection a
+        step rather than one per window position; else the query itself."""
+        query_side = self.score_entry.query_side
+        return query if query_side is None else query_side(self, query)
 
     def candidates(self, source_length):
         return 2 * self.window + 1
@@ -223,15 +225,17 @@ class LocalAttention(BaseLuongAttention):
         self,
         query,
         memory,
+        state,
+        query_mask=None,
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
+        draws=None,
     ):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
         batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         if value.shape[0] == 0 or value.shape[1] == 0:
-            return self._attend_nothing(query, value, return_attention_scores)
+            return self._attend_nothing(query, value, state, return_attention_scores)
         starts = memory.get("starts")
         positions = self.aligned_positions(query, lengths, step, starts)
 
@@ -251,7 +255,7 @@ class LocalAttention(BaseLuongAttention):
         if "flat_mask" in memory:
             inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
 
-        weights = self.normalize(self.score(query, keys_window), inside)
+        weights = self.normalize(self.score(self.window_query(query), keys_window), inside)
         if self.alignment == "predictive":
             distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
             weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
@@ -259,17 +263,17 @@ class LocalAttention(BaseLuongAttention):
                 total = ops.sum(weights, axis=-1, keepdims=True)
                 weights = weights / ops.where(total > 0, total, ops.ones_like(total))
 
-        context = self.combine(weights, value_window, training, dropout_mask)
+        context = self.combine(weights, value_window, training, draws)
         output = self.attentional_state(context, query)
         if not return_attention_scores:
-            return output, None, positions
+            return Attended(output, None, positions, state)
         # Scattered to (B, T, S) only on request, for plotting and comparison.
         weights = ops.einsum(
             "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
         )
-        return output, weights, positions
+        return Attended(output, weights, positions, state)
 
-    def _attend_nothing(self, query, value, return_attention_scores):
+    def _attend_nothing(self, query, value, state, return_attention_scores):
         """An empty source (S = 0) or batch (B = 0): nothing to gather from. A zero context,
         like a source whose every position is masked, and zero weights."""
         batch, steps = ops.shape(query)[0], ops.shape(query)[1]
@@ -277,7 +281,8 @@ class LocalAttention(BaseLuongAttention):
         weights = None
         if return_attention_scores:
             weights = ops.zeros((batch, steps, value.shape[1]), "float32")
-        return self.attentional_state(context, query), weights, ops.zeros((batch, steps))
+        positions = ops.zeros((batch, steps))
+        return Attended(self.attentional_state(context, query), weights, positions, state)
 
     def call(
         self,
@@ -286,11 +291,12 @@ class LocalAttention(BaseLuongAttention):
         query_mask=None,
         value_mask=None,
         memory=None,
+        initial_state=None,
         step=None,
         training=None,
         return_attention_scores=False,
+        return_state=False,
         return_positions=False,
-        dropout_mask=None,
     ):
         step = check_step(step)
         if self.alignment == "monotonic" and step is None and len(query.shape) == 2:
@@ -298,21 +304,22 @@ class LocalAttention(BaseLuongAttention):
                 "local-m (alignment='monotonic') aligns step t with source position t, so a "
                 "one-step (rank-2) query needs its step index. Received: step=None"
             )
-        output, weights, positions = self.attend_call(
+        attended = self.attend_call(
             query,
-            value,
-            query_mask,
-            value_mask,
-            memory,
-            step,
-            training,
-            return_attention_scores,
-            dropout_mask,
+            value=value,
+            query_mask=query_mask,
+            value_mask=value_mask,
+            memory=memory,
+            initial_state=initial_state,
+            step=step,
+            training=training,
+            return_attention_scores=return_attention_scores,
         )
-        outputs = (output, weights) if return_attention_scores else (output,)
-        if return_positions:
-            outputs += (positions,)
-        return outputs[0] if len(outputs) == 1 else outputs
+        outputs = self.call_outputs(attended, return_attention_scores, return_state)
+        if not return_positions:
+            return outputs
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        return (*outputs, attended.positions)
 
     def compute_output_spec(self, query, value=None, return_positions=False, **kwargs):
         outputs = super().compute_output_spec(query, value, **kwargs)

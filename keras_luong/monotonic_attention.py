@@ -2,8 +2,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_luong.attention_protocol import Attended
+from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_one_of
-from keras_luong.scores import BaseLuongAttention
 
 MODES = ("parallel", "recursive", "hard")
 
@@ -66,20 +67,22 @@ class MonotonicAttention(BaseLuongAttention):
             masked steps are zero.
         value_mask: Optional boolean mask `(batch_size, S)`: the process never stops on a
             masked position.
-        previous_alignment: The alignment `a_{t-1}` `(batch_size, S)` before the first
-            query step: the weights the previous call returned. Defaults to the one-hot at
-            position 0.
         memory: Optional `prepare(value, value_mask)`, in place of `value` and `value_mask`.
+        initial_state: The layer's state before the first query step, `[a_{t-1}]`: the
+            alignment `(batch_size, S)` the previous call returned as its state. Defaults to
+            `get_initial_state()`, the one-hot at position 0. Masked query steps keep it as
+            it was.
+        previous_alignment: The same alignment given alone, `initial_state=[a]`.
         step: Unused; taken so that a decoder calls every Luong attention alike.
         training: Whether the noise and attention dropout are applied.
         return_attention_scores: If `True`, also return the alignments `(batch_size, Tq, S)`
-            (for one step, `(batch_size, S)`: the next step's `previous_alignment`).
-        dropout_mask: Optional random draws made ahead (see `dropout_mask()`): the dropout
-            mask and the noise, in place of random draws.
+            (for one step, `(batch_size, S)`).
+        return_state: If `True`, also return the state after the last step, `[a]`: the next
+            call's `initial_state`.
 
     Returns:
         The context `c_t` (or `h̃_t`), `(batch_size, Tq, d)` or `(batch_size, d)` for one
-        step; and, if `return_attention_scores=True`, the alignments.
+        step; then the alignments and the state, if asked for.
 
     Example:
 
@@ -101,7 +104,8 @@ class MonotonicAttention(BaseLuongAttention):
         Monotonic Alignments", ICML 2017 (arXiv:1704.00784).
     """
 
-    carries_alignment = True
+    # The previous step's alignment, one value per source position.
+    state_size = (None,)
 
     def __init__(
         self,
@@ -151,38 +155,49 @@ class MonotonicAttention(BaseLuongAttention):
         value=None,
         query_mask=None,
         value_mask=None,
-        previous_alignment=None,
         memory=None,
+        initial_state=None,
+        previous_alignment=None,
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
+        return_state=False,
     ):
-        if memory is None and value is not None:
-            memory = self.prepare(value, value_mask)
-        if previous_alignment is not None and memory is not None:
-            expected = tuple(memory["value"].shape[:2])
+        if previous_alignment is not None:
+            if initial_state is not None:
+                raise ValueError(
+                    "Pass the previous alignment once: as previous_alignment= or as "
+                    "initial_state=[alignment]. Received: both"
+                )
+            initial_state = [previous_alignment]
+            source = value if value is not None else (memory or {}).get("value")
+            source_length = None if source is None else source.shape[1]
             shape = tuple(previous_alignment.shape)
-            if len(shape) != 2 or any(
-                a is not None and b is not None and a != b
-                for a, b in zip(shape, expected, strict=True)
+            if (
+                len(shape) != 2
+                or None not in (shape[1], source_length)
+                and (shape[1] != source_length)
             ):
                 raise ValueError(
-                    f"Expected previous_alignment of shape {expected} (batch_size, S). "
+                    f"Expected previous_alignment of shape (batch_size, S={source_length}). "
                     f"Received: previous_alignment.shape={shape}"
                 )
-            previous_alignment = ops.cast(previous_alignment, "float32")
-            memory = {**memory, "previous_alignment": previous_alignment}
         return super().call(
             query,
-            None,
+            value,
             query_mask=query_mask,
+            value_mask=value_mask,
             memory=memory,
+            initial_state=initial_state,
             step=step,
             training=training,
             return_attention_scores=return_attention_scores,
-            dropout_mask=dropout_mask,
+            return_state=return_state,
         )
+
+    def get_initial_state(self, batch_size, memory):
+        """`[a_{-1}]`: all the weight on the first source position, `(batch_size, S)`."""
+        return [self.initial_alignment(batch_size, ops.shape(memory["value"])[1])]
 
     def initial_alignment(self, batch_size, source_length):
         """`a_{-1}`: all the weight on the first source position, `(batch_size, S)`."""
@@ -228,31 +243,44 @@ class MonotonicAttention(BaseLuongAttention):
         self,
         query,
         memory,
+        state,
+        query_mask=None,
         step=None,
         training=None,
         return_attention_scores=False,
-        dropout_mask=None,
+        draws=None,
     ):
-        noise = None
-        if dropout_mask is not None and len(dropout_mask.shape) == 4:  # see dropout_mask()
-            dropout_mask, noise = dropout_mask[:, :, 0], dropout_mask[:, :, 1]
+        dropout_mask, noise = None, None
+        if draws is not None:  # see dropout_mask()
+            dropout_mask, noise = draws[:, :, 0], draws[:, :, 1]
         probabilities = self.stop_probabilities(query, memory, training, noise)
-        previous = memory.get("previous_alignment")
-        if previous is None:
-            previous = self.initial_alignment(*ops.shape(memory["value"])[:2])
+        (previous,) = state
         mode = self.mode_for(training)
         if query.shape[1] == 1:
-            weights = monotonic_alignment(probabilities[:, 0], previous, mode)[:, None]
+            weights = monotonic_alignment(probabilities[:, 0], previous, mode)
+            if query_mask is not None:
+                weights = ops.where(query_mask, weights, previous)
+            weights = weights[:, None]
+            last = weights[:, 0]
         else:
 
-            def one_step(previous, p_t):
+            def one_step(previous, x):
+                p_t, keep = x
                 alignment = monotonic_alignment(p_t, previous, mode)
+                alignment = ops.where(keep, alignment, previous)
                 return alignment, alignment
 
-            _, weights = ops.scan(one_step, previous, ops.transpose(probabilities, (1, 0, 2)))
+            keeps = ops.ones_like(probabilities[:, :, :1], "bool")
+            if query_mask is not None:
+                keeps = ops.expand_dims(query_mask, -1)
+            last, weights = ops.scan(
+                one_step,
+                previous,
+                (ops.transpose(probabilities, (1, 0, 2)), ops.transpose(keeps, (1, 0, 2))),
+            )
             weights = ops.transpose(weights, (1, 0, 2))
         context = self.combine(weights, memory["value"], training, dropout_mask)
-        return self.attentional_state(context, query), weights, None
+        return Attended(self.attentional_state(context, query), weights, None, [last])
 
     def get_config(self):
         config = super().get_config()

@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_luong import generation
+from keras_luong.alignments import ALIGNMENTS, make_attention
 from keras_luong.checks import (
     TokenIdChecks,
     check_integer,
@@ -10,17 +11,11 @@ from keras_luong.checks import (
     check_token_ids,
 )
 from keras_luong.decoder import LuongDecoder
-from keras_luong.global_attention import GlobalAttention
-from keras_luong.local_attention import LOCAL_ALIGNMENTS, LocalAttention
-from keras_luong.monotonic_attention import MonotonicAttention
-
-# "hard-monotonic": Raffel et al.'s monotonic attention, trained on its expected alignment
-# with noise, decoded hard.
-ALIGNMENTS = ("global", *LOCAL_ALIGNMENTS, "hard-monotonic")
+from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
-class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
+class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMixin, keras.Model):
     """A Luong attention translation model: (bi)LSTM encoder, bridge, LuongDecoder, softmax.
 
     ```
@@ -176,14 +171,9 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, keras.Model):
             "dtype": dtype,
             "name": "attention",
         }
-        if alignment == "global":
-            attention = GlobalAttention(max_source_length=max_source_length, **attention_arguments)
-        elif alignment == "hard-monotonic":
-            attention = MonotonicAttention(
-                mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **attention_arguments
-            )
-        else:
-            attention = LocalAttention(alignment=alignment, window=window, **attention_arguments)
+        attention = make_attention(
+            alignment, window=window, max_source_length=max_source_length, **attention_arguments
+        )
         cells = [keras.layers.LSTMCell(units, dtype=dtype) for _ in range(decoder_layers)]
         if decoder_layers > 1:
             cell = keras.layers.StackedRNNCells(cells, dtype=dtype)

@@ -105,16 +105,15 @@ def test_fast_path_uses_the_fused_layer_and_the_cell_once():
 
 
 @pytest.mark.parametrize("cell_class", [keras.layers.LSTMCell, keras.layers.GRUCell])
-def test_fast_path_carries_a_built_cells_weights_over(cell_class):
+def test_fast_path_runs_the_given_cell(cell_class):
     inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=8)
     trained = cell_class(H)
     trained.build((B, E))
     for w in trained.weights:
         w.assign(random(w.shape, seed=len(w.path)))
     decoder = LuongDecoder(trained, ATTENTIONS["global"](), input_feeding=False)
-    for new, old in zip(decoder.cell.cell.weights, trained.weights, strict=True):
-        assert_allclose(new, old)
-    # The decoder computes with those weights: its RNN states equal the template cell's own.
+    assert decoder.cell.cell is trained and decoder.rnn.cell is trained
+    # The decoder computes with those weights: its RNN states equal the cell's own steps.
     _, states = decoder(inputs, memory, inputs_mask=inputs_mask, return_state=True)
     state = [np.zeros((B, H), "float32")] * (2 if cell_class is keras.layers.LSTMCell else 1)
     for t in range(T):
@@ -123,6 +122,24 @@ def test_fast_path_carries_a_built_cells_weights_over(cell_class):
         state = [np.where(keep, to_numpy(n), s) for n, s in zip(new, state, strict=True)]
     for actual, expected in zip(states[:-1], state, strict=True):
         assert_allclose(actual, expected)
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+@pytest.mark.parametrize("cell_class", [keras.layers.LSTMCell, keras.layers.GRUCell])
+def test_fit_trains_the_cell_object_given(cell_class, input_feeding):
+    inputs, memory, inputs_mask, _ = inputs_and_masks(seed=9)
+    cell = cell_class(H)
+    decoder = LuongDecoder(cell, ATTENTIONS["global"](), input_feeding=input_feeding)
+    targets = keras.Input((T, E))
+    value = keras.Input((S, H))
+    model = keras.Model([targets, value], decoder(targets, value))
+    model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+    model.predict([inputs, memory], verbose=0)
+    before = [to_numpy(w) for w in cell.weights]
+    assert {id(w) for w in cell.weights} <= {id(w) for w in model.trainable_weights}
+    model.fit([inputs, memory], random((B, T, U), seed=10), epochs=2, verbose=0)
+    for old, new in zip(before, cell.weights, strict=True):
+        assert np.abs(old - to_numpy(new)).max() > 1e-6
 
 
 @pytest.mark.parametrize("input_feeding", [True, False])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import keras_luong
-from keras_luong import batching, callbacks, samplers, scores, vocabulary
+from keras_luong import base_attention, batching, callbacks, samplers, vocabulary
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 # page -> text the page's comments say its code prints
@@ -90,7 +90,7 @@ def constructor_arguments(cls):
         names.update(n for n, p in parameters.items() if n != "self" and p.kind != p.VAR_KEYWORD)
         if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
             break
-        if klass is scores.BaseLuongAttention:
+        if klass is base_attention.BaseLuongAttention:
             break
     return names
 

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import GlobalAttention, LocalAttention
+from keras_luong import GlobalAttention, LocalAttention, scores
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
     TestCase,
@@ -329,13 +329,14 @@ def test_fit_lowers_the_loss():
 
 
 class CosineGlobal(GlobalAttention):
-    def _cosine_score(self, query, keys):
+    @scores.score_mode("cosine")
+    def cosine_score(self, query, keys):
         norm = lambda x: x / keras.ops.sqrt(keras.ops.sum(x * x, axis=-1, keepdims=True))  # noqa: E731
-        return self._dot_score(norm(query), norm(keys))
+        return scores.dot_score(self, norm(query), norm(keys))
 
 
 class CosineLocal(LocalAttention):
-    _cosine_score = CosineGlobal._cosine_score
+    cosine_score = CosineGlobal.cosine_score
 
 
 def test_a_subclass_adds_a_score_mode_with_one_method():
@@ -351,7 +352,7 @@ def test_a_subclass_adds_a_score_mode_with_one_method():
     expected = masked_softmax(scores, value_mask[:, None])
     assert_allclose(weights, expected)
     assert_allclose(context, np.einsum("bts,bsd->btd", expected, value))
-    assert layer.weights == []  # no _cosine_weights: no kernel
+    assert layer.weights == []  # no weights in its entry: no kernel
     # Local attention reads the same table: local-m with a window over the whole source
     # weighs every valid position as global attention does.
     local = CosineLocal(alignment="monotonic", window=S + 4, score_mode="cosine")

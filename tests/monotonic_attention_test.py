@@ -22,15 +22,18 @@ def random(shape, seed):
     return np.random.default_rng(seed).normal(size=shape).astype("float32")
 
 
-def reference(layer, query, value, mask, mode, previous=None):
-    """The layer's alignments in float64 numpy, step after step: Luong's general score,
-    the scale and bias, the sigmoid (or `> 0`), then the recursion itself."""
+def reference(layer, query, value, mask, mode, previous=None, scores=None):
+    """The layer's alignments in float64 numpy, step after step: Luong's general score (or
+    the given float64 `scores` `(B, T, S)`), the scale and bias, the sigmoid (or `> 0`),
+    then the recursion itself."""
     query, value = query.astype("float64"), value.astype("float64")
-    kernel = ops.convert_to_numpy(layer.key_kernel).astype("float64")
     scale = float(ops.convert_to_numpy(layer.scale)) if layer.scale is not None else 1.0
     bias = float(ops.convert_to_numpy(layer.score_bias))
     value = np.where(mask[..., None], value, 0.0)
-    scores = scale * np.einsum("btd,bsd->bts", query, value @ kernel) + bias
+    if scores is None:
+        kernel = ops.convert_to_numpy(layer.key_kernel).astype("float64")
+        scores = np.einsum("btd,bsd->bts", query, value @ kernel)
+    scores = scale * scores + bias
     scores = np.where(mask[:, None], scores, -np.inf)
     p = (scores > 0).astype("float64") if mode == "hard" else 1 / (1 + np.exp(-scores))
     if previous is None:
@@ -259,7 +262,7 @@ def test_decoder_step_by_step_equals_teacher_forcing(input_feeding):
     assert tuple(states[-1].shape) == (B, S)  # the last alignment, after h̃
     outputs, weights = ops.convert_to_numpy(outputs), ops.convert_to_numpy(weights)
     memory = decoder.prepare(value, MASK)
-    step_states = decoder.get_initial_state(B, source_length=S)
+    step_states = decoder.get_initial_state(B, memory=memory)
     np.testing.assert_array_equal(ops.convert_to_numpy(step_states[-1]), np.eye(S)[[0] * B])
     for t in range(T):
         h_tilde, step_states, step_weights = decoder.step(
@@ -268,8 +271,11 @@ def test_decoder_step_by_step_equals_teacher_forcing(input_feeding):
         np.testing.assert_allclose(ops.convert_to_numpy(h_tilde), outputs[:, t], atol=1e-5)
         np.testing.assert_allclose(ops.convert_to_numpy(step_weights), weights[:, t], atol=1e-6)
     np.testing.assert_allclose(ops.convert_to_numpy(states[-1]), weights[:, -1], atol=1e-6)
-    with pytest.raises(ValueError, match="source_length"):
+    with pytest.raises(ValueError, match="pass the memory"):
         decoder.get_initial_state(B)
+    with pytest.warns(DeprecationWarning, match="source_length"):
+        legacy = decoder.get_initial_state(B, source_length=S)
+    np.testing.assert_array_equal(ops.convert_to_numpy(legacy[-1]), np.eye(S)[[0] * B])
 
 
 def test_seq2seq_hard_monotonic_trains_and_decodes_monotonically(tmp_path):

@@ -183,7 +183,7 @@ def test_top_k_indices_match_a_stable_sort(size, k):
     lower index first on ties. Few distinct values, so ties fall across block borders; 4001
     is prime (the last block is padded); one row has a single finite maximum in a sea of the
     masked score."""
-    from keras_luong.samplers import _top_k_indices
+    from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
 
     rng = np.random.default_rng(size + k)
     x = rng.integers(0, 4, (5, size)).astype("float32")

@@ -154,7 +154,33 @@ def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1, jit_compile=None):
 
 class TestCase:
     """Checks shared by the layer tests. Subclass it (`class TestX(TestCase)`) and call the
-    `run_*` methods from test methods."""
+    `run_*` methods from test methods; `run_layer_bundle` runs them all for one layer."""
+
+    def run_layer_bundle(
+        self, layer_fn, inputs, tmp_path, call_kwargs=None, expected_output_shape=None
+    ):
+        """Every check a layer gets, in one call (keras-hub's `run_layer_test` in spirit):
+        `layer_fn(dtype=None)` makes a fresh layer (`dtype` a policy name). The symbolic
+        output shape equals the eager one, a functional model gives the eager values and one
+        fit step changes every trainable weight (`run_layer_test`); the JSON config round
+        trip gives the same config and outputs (`run_serialization_test`); a `.keras` file
+        of a model around it loads with equal outputs (`run_saving_test`); `mixed_float16`
+        and `mixed_bfloat16` compute in the half dtype near the float32 values
+        (`run_precision_test`)."""
+        call_kwargs = call_kwargs or {}
+        inputs = [np.asarray(x) for x in inputs]
+        self.run_layer_test(
+            layer_fn, inputs, call_kwargs, expected_output_shape=expected_output_shape
+        )
+        layer = layer_fn()
+        symbolic_inputs = [keras.Input(x.shape[1:], dtype=str(x.dtype)) for x in inputs]
+        symbolic = layer(*symbolic_inputs, **call_kwargs)
+        eager = layer(*inputs, **call_kwargs)
+        assert tuple(symbolic.shape[1:]) == tuple(eager.shape[1:])
+        self.run_serialization_test(layer, inputs, call_kwargs)
+        model = keras.Model(symbolic_inputs, symbolic)
+        self.run_saving_test(model, inputs, tmp_path)
+        self.run_precision_test(lambda policy: layer_fn(dtype=policy), inputs, call_kwargs)
 
     def run_layer_test(
         self,

@@ -28,15 +28,6 @@ SHA1 = {
     "train": "9f8ce86616fd70613cd1de8d999110110afd48d6",
     "test": "6c0bf34931f3f4dac64348e8d0974c98e3760482",
 }
-# The published rows on this split (PER %, WER %), for the tables beside ours.
-PUBLISHED = (
-    ("Yao & Zweig 2015, bi-LSTM (with alignments)", 5.45, 23.55),
-    ("Rao et al. 2015, LSTM + n-gram FST", None, 21.3),
-    ("Toshniwal & Livescu 2016, Luong global attention, biLSTM encoder (3x512)", 5.04, 21.69),
-    ("Toshniwal & Livescu 2016, ensemble", 4.69, 20.24),
-    ("Yolchuyeva et al. 2019, Transformer 4x4", 5.23, 22.10),
-    ("g2p-seq2seq (CMU Sphinx), 2x512 LSTM", None, 23.3),
-)
 
 
 def read_split(name):

@@ -20,9 +20,16 @@ Cite Elliott, Frank, Sima'an and Specia, "Multi30K: Multilingual English-German 
 Descriptions", 5th Workshop on Vision and Language, 2016.
 """
 
-import gzip
 import hashlib
 import os
+
+# `load_parallel_text` lived here before it had a module of its own.
+from keras_luong.datasets.parallel_text import (  # noqa: F401
+    lines_of,
+    load_parallel_text,
+    paired,
+    read_bytes,
+)
 
 SPLITS = {"train": "train", "validation": "val", "test2016": "test_2016_flickr"}
 LANGUAGES = ("en", "de")
@@ -46,27 +53,6 @@ SHA256 = {
     "val.lc.norm.tok.de": "97232bd273eceb7207f689527386a97e4be2616b18ada47576bdaf96c8ae1f00",
     "val.lc.norm.tok.en": "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec",
 }
-# Published results on test2016, as `(system, direction, BLEU, text scored)`.
-PUBLISHED = (
-    (
-        "LIUM-CVC monomodal NMT, conditional GRU 256 + attention, joint BPE 10k, single run",
-        "En→De",
-        39.00,
-        "lc.norm.tok, multi-bleu",
-    ),
-    (
-        "Bahdanau-attention GRU, biGRU 512 (bentrevett/pytorch-seq2seq 3)",
-        "De→En",
-        28.30,
-        "lowercased, spaCy-tokenized",
-    ),
-    (
-        "Transformer, 9.0M parameters (bentrevett/pytorch-seq2seq 6)",
-        "De→En",
-        36.52,
-        "lowercased, spaCy-tokenized",
-    ),
-)
 
 
 def file_name(split, language, tokenized=True):
@@ -117,47 +103,9 @@ def load_data(path=None, tokenized=True, source_language="en", target_language="
             name = file_name(split, language, tokenized)
             local = _local_file(path, name) if path is not None else _download(name)
             sides.append(_read_checked(local, name))
-        data[split] = _paired(*sides, *(file_name(split, x, tokenized) for x in
+        data[split] = paired(*sides, *(file_name(split, x, tokenized) for x in
                                         (source_language, target_language)))  # fmt: skip
     return data
-
-
-def load_parallel_text(source_file, target_file):
-    """`(sources, targets)`: the lines of two aligned text files (plain, or gzip-compressed if
-    the name ends in `.gz`), line `i` of one translated by line `i` of the other.
-
-    The end-of-line characters are dropped; nothing else is changed. The files must have the
-    same number of lines.
-
-    Example:
-
-    >>> import os, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> with open(os.path.join(folder, "train.en"), "w") as f:
-    ...     _ = f.write("a dog runs .\\ntwo cats sleep .\\n")
-    >>> with open(os.path.join(folder, "train.de"), "w") as f:
-    ...     _ = f.write("ein hund rennt .\\nzwei katzen schlafen .\\n")
-    >>> load_parallel_text(os.path.join(folder, "train.en"), os.path.join(folder, "train.de"))
-    (['a dog runs .', 'two cats sleep .'], ['ein hund rennt .', 'zwei katzen schlafen .'])
-    """
-    sides = []
-    for name, file in (("source_file", source_file), ("target_file", target_file)):
-        if not os.path.isfile(file):
-            raise ValueError(
-                f"Invalid value for argument {name}. Expected a text file (plain or .gz). "
-                f"Received: {name}={file!r}, which does not exist"
-            )
-        sides.append(_lines(_read_bytes(file).decode("utf-8")))
-    return _paired(*sides, source_file, target_file)
-
-
-def _paired(sources, targets, source_name, target_name):
-    if len(sources) != len(targets):
-        raise ValueError(
-            "Expected the same number of lines on both sides. Received: "
-            f"{len(sources)} lines in {source_name}, {len(targets)} in {target_name}"
-        )
-    return sources, targets
 
 
 def _local_file(folder, name):
@@ -182,14 +130,8 @@ def _download(name):
     return keras.utils.get_file(remote, origin=origin, cache_subdir="datasets/multi30k")
 
 
-def _read_bytes(file):
-    opener = gzip.open if file.endswith(".gz") else open
-    with opener(file, "rb") as f:
-        return f.read()
-
-
 def _read_checked(file, name):
-    content = _read_bytes(file)
+    content = read_bytes(file)
     digest = hashlib.sha256(content).hexdigest()
     if digest != SHA256[name]:
         raise ValueError(
@@ -197,11 +139,4 @@ def _read_checked(file, name):
             f"sha256 {digest}, expected {SHA256[name]}. Delete it (a download is then "
             f"fetched again) or point path= at the official files."
         )
-    return _lines(content.decode("utf-8"))
-
-
-def _lines(text):
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    return lines_of(content.decode("utf-8"))

@@ -1,0 +1,143 @@
+"""The base of keras-luong's samplers: the decoding loop in keras-hub's call convention."""
+
+from keras import ops
+
+from keras_luong.checks import check_integer
+from keras_luong.samplers.ngrams import mask_repeated_ngrams
+
+
+class Sampler:
+    """The base of keras-luong's samplers: a loop that fills a `prompt` from `index` on, one
+    position per call of `next`, until every row has emitted one of `stop_token_ids` or the
+    prompt is full.
+
+    The call convention is keras-hub's (`keras_hub.samplers.Sampler`), so the two kinds are
+    interchangeable in `LuongSeq2Seq.generate`:
+
+    ```
+    sampler(next, prompt, cache=None, index=0, mask=None, stop_token_ids=None)
+    next(prompt, cache, index) -> (logits, hidden_states, cache)
+    ```
+
+    Subclasses override `get_next_token(probabilities)` (greedy, sampling) or the whole
+    `__call__` (beam search).
+
+    Args:
+        temperature: Divides the logits before the softmax. Defaults to 1.
+        no_repeat_ngram_size: If `n > 0`, a row never repeats an n-gram of its own: a token
+            that would complete an n-gram already in the row (the prompt included) gets zero
+            probability (OpenNMT's `block_ngram_repeat`, fairseq's `no_repeat_ngram_size`).
+            Defaults to 0 (no blocking).
+
+    Example:
+
+    A sampler that picks the most probable token other than the out-of-vocabulary id 3:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> class NoUnknownSampler(Sampler):
+    ...     def get_next_token(self, probabilities):
+    ...         unknown = ops.arange(ops.shape(probabilities)[-1]) == 3
+    ...         return ops.argmax(ops.where(unknown, 0.0, probabilities), axis=-1)
+    >>> def next(prompt, cache, index):  # token 3 most probable, then 5, whatever came before
+    ...     logits = ops.log(ops.convert_to_tensor([[0.05, 0.05, 0.05, 0.5, 0.05, 0.3]]))
+    ...     return logits, None, cache
+    >>> ids = NoUnknownSampler()(next, np.array([[1, 0, 0]]), index=1)
+    >>> ops.convert_to_numpy(ids).tolist()
+    [[1, 5, 5]]
+    """
+
+    def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
+        if isinstance(temperature, bool) or not temperature > 0:
+            raise ValueError(
+                "Invalid value for argument temperature. Expected a number > 0. "
+                f"Received: temperature={temperature!r}"
+            )
+        self.temperature = float(temperature)
+        self.no_repeat_ngram_size = check_integer(
+            "no_repeat_ngram_size", no_repeat_ngram_size, minimum=0
+        )
+
+    def block_repeats(self, logits, prompt, index, active=None):
+        """`logits` `(rows, vocabulary)` with `MASKED_SCORE` on every token that would repeat
+        an n-gram of its row of `prompt` at position `index` (unchanged when
+        `no_repeat_ngram_size` is 0, and in the rows where the boolean `active` is false)."""
+        if not self.no_repeat_ngram_size:
+            return logits
+        return mask_repeated_ngrams(logits, prompt, index, self.no_repeat_ngram_size, active)
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        mask=None,
+        stop_token_ids=None,
+        hidden_states=None,
+        model=None,
+    ):
+        index = ops.cast(index, "int32")
+        mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
+        cache = () if cache is None else cache
+        stop_token_ids = tuple(stop_token_ids or ())
+
+        def cond(prompt, cache, index, mask):
+            if not stop_token_ids:
+                return ops.convert_to_tensor(True)
+            ended = ops.logical_and(is_any(prompt, stop_token_ids), ops.logical_not(mask))
+            return ops.logical_not(ops.all(ops.any(ended, axis=-1)))
+
+        def body(prompt, cache, index, mask):
+            logits, _, cache = next(prompt, cache, index)
+            logits = self.block_repeats(ops.cast(logits, "float32"), prompt, index)
+            token = self.get_next_token(self.compute_probabilities(logits))
+            token = ops.cast(token, prompt.dtype)
+            token = ops.where(mask[:, index], prompt[:, index], token)
+            prompt = ops.slice_update(prompt, [0, index], token[:, None])
+            return prompt, cache, index + 1, mask
+
+        prompt, *_ = ops.while_loop(
+            cond,
+            body,
+            (prompt, cache, index, mask),
+            maximum_iterations=ops.shape(prompt)[1] - index,
+        )
+        return prompt
+
+    def compute_probabilities(self, logits):
+        """The softmax of `logits / temperature`, in float32 whatever the policy."""
+        return ops.softmax(self.apply_temperature(logits), axis=-1)
+
+    def apply_temperature(self, logits):
+        """`logits / temperature` in float32 (no division at temperature 1: on torch, where
+        nothing fuses, each elementwise op is one more pass over `rows * vocabulary`)."""
+        logits = ops.cast(logits, "float32")
+        return logits if self.temperature == 1.0 else logits / self.temperature
+
+    def get_next_token(self, probabilities):
+        """The next token of each row from its probabilities `(batch, vocabulary)`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_next_token")
+
+    def get_config(self):
+        return {"temperature": self.temperature, "no_repeat_ngram_size": self.no_repeat_ngram_size}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def pad_after_end(ids, stop_token_ids):
+    """Zeros every position after the first stop token of each row of `ids` (samplers such
+    as keras-hub's greedy one stop when every row has ended, not row by row)."""
+    stops = ops.cast(is_any(ids, stop_token_ids), "int32")
+    ended_before = ops.greater(ops.cumsum(stops, axis=-1) - stops, 0)
+    return ops.where(ended_before, ops.zeros_like(ids), ids)
+
+
+def is_any(x, values):
+    """`x` equals one of `values` (all `False` when there are none)."""
+    result = ops.zeros_like(x, "bool")
+    for value in values:
+        result = ops.logical_or(result, ops.equal(x, value))
+    return result

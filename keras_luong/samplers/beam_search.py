@@ -1,0 +1,284 @@
+"""Beam search with frozen finished hypotheses, the GNMT length and coverage penalties and
+the n best."""
+
+import keras
+from keras import ops, tree
+
+from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.samplers import penalties
+from keras_luong.samplers.base import Sampler, is_any
+from keras_luong.samplers.top_k import top_k_indices
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class BeamSearchSampler(Sampler):
+    """Beam search with end tokens, a length penalty and the n best hypotheses.
+
+    keras-hub's `BeamSampler` keeps extending hypotheses that have ended and ranks by the
+    raw sum of log-probabilities. This one, as GNMT and tensorflow-addons'
+    `BeamSearchDecoder` do, freezes a hypothesis when it emits one of `stop_token_ids` (it
+    stays in the beam, extended with padding `0` at no cost, so its score stops changing) and
+    ranks every hypothesis, at every step and at the end, by
+
+    ```
+    score(Y) = log p(Y | X) / lp(Y),    lp(Y) = ((5 + |Y|) / 6) ** length_penalty
+    ```
+
+    (Wu et al., 2016), with `|Y|` the number of generated tokens, the end token included. The
+    loop is one `ops.while_loop`, so it compiles on JAX and TensorFlow, and stops as soon as
+    every hypothesis has ended.
+
+    Args:
+        num_beams: Number of hypotheses kept per example. Defaults to 5.
+        length_penalty: `alpha` above; 0 ranks by the sum of log-probabilities, larger
+            values favour longer hypotheses. Defaults to 0.
+        min_length: The end token cannot come before this many other tokens. Defaults to 0.
+        return_all_beams: Return every hypothesis, best first, with its score:
+            `(prompts (batch, num_beams, length), scores (batch, num_beams))`. Defaults to
+            `False`: the best prompt `(batch, length)` alone.
+        temperature: Divides the logits. Defaults to 1.
+        coverage_penalty: `beta` of GNMT's coverage penalty (below). Defaults to 0 (none).
+        no_repeat_ngram_size: If `n > 0`, no hypothesis repeats an n-gram of its own (see
+            `Sampler`). Defaults to 0.
+
+    With `coverage_penalty=beta > 0`, a hypothesis that has ended is ranked by
+
+    ```
+    score(Y) + beta · Σ_s log(min(Σ_t a_t(s), 1))
+    ```
+
+    with `a_t(s)` its attention weights, summed over its steps: source positions attended
+    to less than once in total lower the score. As in tensorflow-addons' `BeamSearchDecoder`
+    (`coverage_penalty_weight`), it applies at every step to the hypotheses that have ended,
+    and positions with no attention at all (padding) add nothing; the final ranking applies
+    it to every hypothesis. It needs the attention weights: `next` keeps them in its cache,
+    a dict with an `"attention"` entry `(batch, S)` (`LuongSeq2Seq.generate` does this when
+    the sampler has `needs_attention`).
+
+    It is called as every `Sampler` is (keras-hub's convention): `next(prompt, cache, index)
+    -> (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
+    (repeated and reordered with the beams), the `mask` of prompt positions to keep and the
+    `stop_token_ids`.
+
+    Example:
+
+    The greedy choice "a" (0.6) leads to a sequence that never ends; beam search keeps "b"
+    (0.4) beside it and finds "b", end (0.4 × 0.9 = 0.36), better than anything after "a":
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> # Next-token probabilities given the last token (0 pad, 1 start, 2 end, 3 "a", 4 "b")
+    >>> table = np.log(np.array([
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],  # after padding
+    ...     [1e-9, 1e-9, 1e-9, 0.6, 0.4],  # after start: "a" 0.6, "b" 0.4
+    ...     [1e-9, 1e-9, 1.0, 1e-9, 1e-9],  # after end
+    ...     [1e-9, 1e-9, 0.3, 0.4, 0.3],  # after "a": "a" again 0.4, end 0.3
+    ...     [1e-9, 1e-9, 0.9, 0.05, 0.05],  # after "b": end 0.9
+    ... ]), dtype="float32")
+    >>> def next(prompt, cache, index):
+    ...     logits = ops.take(table, ops.take(prompt, index - 1, axis=1), axis=0)
+    ...     return logits, None, cache
+    >>> prompt = np.array([[1, 0, 0, 0, 0]])  # the start token, then 4 positions to fill
+    >>> sampler = BeamSearchSampler(num_beams=2, return_all_beams=True)
+    >>> ids, scores = sampler(next, prompt, index=1, stop_token_ids=[2])
+    >>> ops.convert_to_numpy(ids).tolist()  # best first; padding after the end token
+    [[[1, 4, 2, 0, 0], [1, 3, 3, 3, 3]]]
+    >>> print(np.exp(ops.convert_to_numpy(scores)).round(3))  # 0.6 × 0.4 × 0.4 × 0.4
+    [[0.36  0.038]]
+
+    In a model: `model.generate(source, max_length=30, sampler=BeamSearchSampler(5, 0.6))`.
+
+    Reference:
+        Wu et al., "Google's Neural Machine Translation System", 2016 (arXiv:1609.08144),
+        section 7.
+    """
+
+    def __init__(
+        self,
+        num_beams=5,
+        length_penalty=0.0,
+        min_length=0,
+        return_all_beams=False,
+        temperature=1.0,
+        coverage_penalty=0.0,
+        no_repeat_ngram_size=0,
+    ):
+        num_beams = check_integer("num_beams", num_beams)
+        min_length = check_integer("min_length", min_length, minimum=0)
+        if isinstance(length_penalty, bool) or not length_penalty >= 0:
+            raise ValueError(
+                "Invalid value for argument length_penalty. Expected a number >= 0. "
+                f"Received: length_penalty={length_penalty!r}"
+            )
+        if isinstance(coverage_penalty, bool) or not coverage_penalty >= 0:
+            raise ValueError(
+                "Invalid value for argument coverage_penalty. Expected a number >= 0. "
+                f"Received: coverage_penalty={coverage_penalty!r}"
+            )
+        super().__init__(temperature=temperature, no_repeat_ngram_size=no_repeat_ngram_size)
+        self.coverage_penalty = float(coverage_penalty)
+        self.num_beams = int(num_beams)
+        self.return_all_beams = bool(return_all_beams)
+        self.length_penalty = float(length_penalty)
+        self.min_length = int(min_length)
+
+    @property
+    def needs_attention(self):
+        """Whether `next` must keep the step's attention weights in `cache["attention"]`."""
+        return self.coverage_penalty > 0
+
+    def coverage(self, attention_sums):
+        """GNMT's coverage penalty `beta · Σ_s log(min(sum_s, 1))` of attention sums
+        `(rows, S)`, positions that got no attention at all left out (tensorflow-addons')."""
+        return penalties.gnmt_coverage(attention_sums, self.coverage_penalty)
+
+    def length_normalize(self, log_probs, lengths):
+        """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
+        return penalties.length_normalize(log_probs, lengths, self.length_penalty)
+
+    def too_short(self, lengths, vocabulary, stop_token_ids):
+        """The stop tokens of the hypotheses shorter than `min_length`, a boolean
+        `(rows, vocabulary)` (or `None` when there is no such ban)."""
+        if not (stop_token_ids and self.min_length):
+            return None
+        is_stop = is_any(ops.arange(vocabulary, dtype="int32"), stop_token_ids)
+        return ops.logical_and(ops.less(lengths, self.min_length)[:, None], is_stop[None])
+
+    def __call__(
+        self,
+        next,
+        prompt,
+        cache=None,
+        index=0,
+        mask=None,
+        stop_token_ids=None,
+        hidden_states=None,
+        model=None,
+    ):
+        beams = self.num_beams
+        batch_size = ops.shape(prompt)[0]
+        index = ops.cast(index, "int32")
+        mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
+        has_cache = cache is not None
+        cache = cache if has_cache else ()
+        stop_token_ids = tuple(stop_token_ids or ())
+
+        def create_beams(x):
+            return ops.repeat(x, beams, axis=0)
+
+        prompt, mask = create_beams(prompt), create_beams(mask)
+        cache = tree.map_structure(create_beams, cache)
+        # Only the first copy of each example is live at first, so that the beams differ.
+        log_probs = ops.tile(
+            ops.convert_to_tensor([0.0] + [MASKED_SCORE] * (beams - 1), "float32"), [batch_size]
+        )
+        finished = ops.zeros((batch_size * beams,), "bool")
+        lengths = ops.zeros((batch_size * beams,), "int32")
+        if self.needs_attention:
+            if not (isinstance(cache, dict) and "attention" in cache):
+                raise ValueError(
+                    "BeamSearchSampler(coverage_penalty>0) needs the attention weights: a "
+                    "cache dict with an 'attention' entry (batch, S) that `next` updates. "
+                    f"Received: cache={type(cache).__name__}"
+                )
+            attention_sums = ops.zeros_like(ops.cast(cache["attention"], "float32"))
+        else:
+            attention_sums = ops.zeros((batch_size * beams, 1), "float32")
+
+        def cond(prompt, cache, index, mask, log_probs, finished, lengths, attention_sums):
+            if not stop_token_ids:
+                return ops.convert_to_tensor(True)
+            return ops.logical_not(ops.all(finished))
+
+        def body(prompt, cache, index, mask, log_probs, finished, lengths, attention_sums):
+            logits, _, cache = next(prompt, cache, index)
+            logits = self.apply_temperature(logits)
+            vocabulary = ops.shape(logits)[-1]
+            ids = ops.arange(vocabulary, dtype="int32")
+            # A finished hypothesis has one continuation, padding, at no cost: its logits
+            # become 0 for padding and MASKED_SCORE elsewhere, whose log-softmax is itself.
+            frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
+            logits = ops.where(finished[:, None], frozen[None], logits)
+            # log p(token) = logits - normalizer. The candidates' scores are computed from
+            # the logits and one number per row (no log-softmax tensor, no candidates
+            # tensor): on torch each elementwise op over `rows * vocabulary` is one pass.
+            normalizer = ops.logsumexp(logits, axis=-1)
+            # The bans come after the normalizer (a banned token's mass is lost), and never
+            # touch a finished hypothesis: its one continuation is padding.
+            running = ops.logical_not(finished)
+            logits = self.block_repeats(logits, prompt, index, active=running)
+            too_short = self.too_short(lengths, vocabulary, stop_token_ids)
+            if too_short is not None:
+                too_short = ops.logical_and(too_short, running[:, None])
+                logits = ops.where(too_short, MASKED_SCORE, logits)
+            offset = log_probs - normalizer  # candidates = logits + offset
+            candidate_lengths = lengths + ops.cast(running, "int32")
+            # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
+            row_score = self.length_normalize(offset, candidate_lengths)
+            if self.needs_attention:
+                # This step's attention counts for the hypotheses still running; those that
+                # have ended are ranked with their penalty (tensorflow-addons' rule).
+                step_attention = ops.cast(cache["attention"], "float32")
+                attention_sums = attention_sums + ops.where(finished[:, None], 0.0, step_attention)
+                row_score = row_score + ops.where(finished, self.coverage(attention_sums), 0.0)
+            scores = self.length_normalize(logits, candidate_lengths[:, None]) + row_score[:, None]
+
+            def per_example(x):
+                return ops.reshape(x, (-1, beams * vocabulary))
+
+            chosen = top_k_indices(per_example(scores), beams)  # (batch, beams), best first
+            source_beam = chosen // vocabulary
+            source_row = ops.reshape(source_beam + ops.arange(batch_size)[:, None] * beams, [-1])
+            chosen_logits = ops.reshape(ops.take_along_axis(per_example(logits), chosen, 1), [-1])
+            log_probs = chosen_logits + ops.take(offset, source_row, axis=0)
+            next_token = ops.reshape(chosen % vocabulary, [-1])
+
+            def gather_beams(x):
+                x = ops.reshape(x, (-1, beams, *ops.shape(x)[1:]))
+                indices = ops.reshape(source_beam, (-1, beams) + (1,) * (len(x.shape) - 2))
+                x = ops.take_along_axis(x, indices, axis=1)
+                return ops.reshape(x, (-1, *ops.shape(x)[2:]))
+
+            prompt = gather_beams(prompt)
+            cache = tree.map_structure(gather_beams, cache) if has_cache else cache
+            finished = gather_beams(finished)
+            lengths = gather_beams(candidate_lengths)
+            attention_sums = gather_beams(attention_sums)
+
+            next_token = ops.cast(next_token, prompt.dtype)
+            next_token = ops.where(mask[:, index], prompt[:, index], next_token)
+            finished = ops.logical_or(finished, is_any(next_token, stop_token_ids))
+            prompt = ops.slice_update(prompt, [0, index], next_token[:, None])
+            return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
+
+        prompt, _, _, _, log_probs, _, lengths, attention_sums = ops.while_loop(
+            cond,
+            body,
+            (prompt, cache, index, mask, log_probs, finished, lengths, attention_sums),
+            maximum_iterations=ops.shape(prompt)[1] - index,
+        )
+        # Each step leaves the beams best first, ranked by the score they end with; with a
+        # coverage penalty, the final ranking applies it to every hypothesis.
+        prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
+        scores = ops.reshape(self.length_normalize(log_probs, lengths), (-1, beams))
+        if self.needs_attention:
+            scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
+            order = top_k_indices(scores, beams)
+            prompts = ops.take_along_axis(prompts, order[..., None], axis=1)
+            scores = ops.take_along_axis(scores, order, axis=1)
+        if self.return_all_beams:
+            return prompts, scores
+        return prompts[:, 0]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_beams": self.num_beams,
+                "length_penalty": self.length_penalty,
+                "min_length": self.min_length,
+                "return_all_beams": self.return_all_beams,
+                "coverage_penalty": self.coverage_penalty,
+            }
+        )
+        return config

@@ -1,0 +1,46 @@
+"""Greedy decoding."""
+
+import keras
+from keras import ops
+
+from keras_luong.samplers.base import Sampler
+from keras_luong.samplers.top_k import top_k_indices
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class GreedySampler(Sampler):
+    """Greedy decoding: the most probable token at every step.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> # Next-token probabilities given the last token (0 pad, 1 start, 2 end, 3 "a", 4 "b")
+    >>> table = np.log(np.array([
+    ...     [0.2, 0.2, 0.2, 0.2, 0.2],  # after padding
+    ...     [1e-9, 1e-9, 1e-9, 0.6, 0.4],  # after start: "a" 0.6, "b" 0.4
+    ...     [1e-9, 1e-9, 1.0, 1e-9, 1e-9],  # after end
+    ...     [1e-9, 1e-9, 0.3, 0.4, 0.3],  # after "a": "a" again 0.4, end 0.3
+    ...     [1e-9, 1e-9, 0.9, 0.05, 0.05],  # after "b": end 0.9
+    ... ]), dtype="float32")
+    >>> def next(prompt, cache, index):
+    ...     logits = ops.take(table, ops.take(prompt, index - 1, axis=1), axis=0)
+    ...     return logits, None, cache
+    >>> prompt = np.array([[1, 0, 0, 0, 0]])  # the start token, then 4 positions to fill
+    >>> ids = GreedySampler()(next, prompt, index=1, stop_token_ids=[2])
+    >>> ops.convert_to_numpy(ids).tolist()  # "a" (0.6), then "a" again and again
+    [[1, 3, 3, 3, 3]]
+
+    In a model: `model.generate(source, max_length=30, sampler="greedy")`.
+    """
+
+    def compute_probabilities(self, logits):
+        """The logits themselves (in float32): their argmax is the softmax's, and the softmax
+        over the vocabulary is a measurable share of a greedy step (benchmarks/
+        decoding_vs_tfa.py)."""
+        return ops.cast(logits, "float32")
+
+    def get_next_token(self, probabilities):
+        # The first index of the maximum, as `argmax`, by a max and a min-index: XLA's CPU
+        # argmax (a two-operand reduction) is the slower (see `top_k_indices`).
+        return top_k_indices(probabilities, 1)[:, 0]
