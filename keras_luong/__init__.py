@@ -1,5 +1,6 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
+from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
@@ -12,6 +13,8 @@ from keras_luong.seq2seq import LuongSeq2Seq
 __version__ = "0.1.0"
 
 __all__ = [
+    "BahdanauAttention",
+    "BahdanauMonotonicAttention",
     "BaseLuongAttention",
     "BeamSearchSampler",
     "GlobalAttention",

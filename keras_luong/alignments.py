@@ -1,6 +1,7 @@
 """The attention layer a model builds for each `alignment` name: one table, so that the model
 never names an attention class."""
 
+from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.local_attention import LocalAttention
 from keras_luong.monotonic_attention import MonotonicAttention
@@ -25,6 +26,21 @@ def _hard_monotonic(window, max_source_length, **arguments):
     )
 
 
+def _bahdanau(window, max_source_length, attentional_units, **arguments):
+    return BahdanauAttention(attentional_units, attentional_units=attentional_units, **arguments)
+
+
+def _bahdanau_hard_monotonic(window, max_source_length, attentional_units, **arguments):
+    return BahdanauMonotonicAttention(
+        attentional_units,
+        mode="parallel",
+        inference_mode="hard",
+        sigmoid_noise=1.0,
+        attentional_units=attentional_units,
+        **arguments,
+    )
+
+
 # name -> a function of (window, max_source_length, **attention arguments) -> the layer.
 ATTENTION_FOR = {
     "global": _global,
@@ -33,9 +49,20 @@ ATTENTION_FOR = {
     "hard-monotonic": _hard_monotonic,
 }
 ALIGNMENTS = tuple(ATTENTION_FOR)
+# With score_mode="bahdanau": Bahdanau's additive score, its `units` the model's.
+BAHDANAU_ATTENTION_FOR = {"global": _bahdanau, "hard-monotonic": _bahdanau_hard_monotonic}
 
 
 def make_attention(alignment, window=10, max_source_length=None, **arguments):
     """The attention layer of `alignment` (one of `ALIGNMENTS`), with `arguments` (score mode,
-    attentional units, dropout, dtype, name)."""
+    attentional units, dropout, dtype, name). `score_mode="bahdanau"` gives Bahdanau's
+    attention, global or hard-monotonic."""
+    if arguments.get("score_mode") == "bahdanau":
+        arguments.pop("score_mode")
+        if alignment not in BAHDANAU_ATTENTION_FOR:
+            raise ValueError(
+                "Bahdanau's score is implemented for global and hard-monotonic attention. "
+                f"Received: alignment={alignment!r} with score_mode='bahdanau'"
+            )
+        return BAHDANAU_ATTENTION_FOR[alignment](window, max_source_length, **arguments)
     return ATTENTION_FOR[alignment](window, max_source_length, **arguments)

@@ -234,10 +234,12 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
             scores_ = scores_ * ops.cast(self.scale, scores_.dtype)
         return scores_
 
-    def normalize(self, scores, mask=None):
+    def masked_softmax(self, scores, mask=None):
         """Softmax over the last axis, restricted to `mask`; computed in float32 when the
         compute dtype is lower. Masked positions get exactly zero weight and a row with no
-        valid position gets all zeros (with finite gradients)."""
+        valid position gets all zeros (with finite gradients). (Called `normalize` before
+        Bahdanau's attention took that name for its weight normalisation; `normalize` still
+        works on the Luong layers.)"""
         if keras.backend.standardize_dtype(scores.dtype) in ("float16", "bfloat16"):
             scores = ops.cast(scores, "float32")
         if scores.shape[-1] == 1:
@@ -248,6 +250,10 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
                 scores = ops.where(mask, scores, ops.cast(MASKED_SCORE, scores.dtype))
             weights = ops.softmax(scores, axis=-1)
         return weights if mask is None else weights * ops.cast(mask, weights.dtype)
+
+    def normalize(self, scores, mask=None):
+        """`masked_softmax`, under its former name."""
+        return self.masked_softmax(scores, mask)
 
     def combine(self, weights, value, training=None, dropout_mask=None):
         """Applies attention dropout and returns the weighted sum of `value`: `(B, T, S)` weights

@@ -134,7 +134,7 @@ class GlobalAttention(BaseLuongAttention):
     ):
         scores = self.score(query, memory["keys"])
         mask = memory.get("mask")
-        weights = self.normalize(scores, None if mask is None else mask[:, None, :])
+        weights = self.masked_softmax(scores, None if mask is None else mask[:, None, :])
         context = self.combine(weights, memory["value"], training, draws)
         return Attended(self.attentional_state(context, query), weights, None, state)
 

@@ -255,7 +255,7 @@ class LocalAttention(BaseLuongAttention):
         if "flat_mask" in memory:
             inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
 
-        weights = self.normalize(self.score(self.window_query(query), keys_window), inside)
+        weights = self.masked_softmax(self.score(self.window_query(query), keys_window), inside)
         if self.alignment == "predictive":
             distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
             weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))

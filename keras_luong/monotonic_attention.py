@@ -5,6 +5,7 @@ from keras import ops
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_one_of
+from keras_luong.loops import masked_scan
 
 MODES = ("parallel", "recursive", "hard")
 
@@ -256,29 +257,22 @@ class MonotonicAttention(BaseLuongAttention):
         probabilities = self.stop_probabilities(query, memory, training, noise)
         (previous,) = state
         mode = self.mode_for(training)
-        if query.shape[1] == 1:
-            weights = monotonic_alignment(probabilities[:, 0], previous, mode)
+        if query.shape[1] == 1:  # one decoding step: no loop
+            last = monotonic_alignment(probabilities[:, 0], previous, mode)
             if query_mask is not None:
-                weights = ops.where(query_mask, weights, previous)
-            weights = weights[:, None]
-            last = weights[:, 0]
+                last = ops.where(query_mask, last, previous)
+            weights = last[:, None]
         else:
 
-            def one_step(previous, x):
-                p_t, keep = x
-                alignment = monotonic_alignment(p_t, previous, mode)
-                alignment = ops.where(keep, alignment, previous)
-                return alignment, alignment
+            def one_step(p_t, states, t):
+                alignment = monotonic_alignment(p_t, states[0], mode)
+                return [alignment], [alignment]
 
-            keeps = ops.ones_like(probabilities[:, :, :1], "bool")
-            if query_mask is not None:
-                keeps = ops.expand_dims(query_mask, -1)
-            last, weights = ops.scan(
-                one_step,
-                previous,
-                (ops.transpose(probabilities, (1, 0, 2)), ops.transpose(keeps, (1, 0, 2))),
+            # The project's loop, not `ops.scan`: a TensorFlow scan has no gradient under
+            # XLA (see `masked_scan`). Masked query steps keep the alignment as it was.
+            (weights,), (last,) = masked_scan(
+                one_step, [previous], probabilities, query_mask, [ops.zeros_like(previous)]
             )
-            weights = ops.transpose(weights, (1, 0, 2))
         context = self.combine(weights, memory["value"], training, dropout_mask)
         return Attended(self.attentional_state(context, query), weights, None, [last])
 
@@ -316,14 +310,9 @@ def monotonic_alignment(p, previous, mode):
     `(B, S)` and the previous alignment `a_{t-1}` `(B, S)` (float32)."""
     if mode == "recursive":
         # q(s) = (1 - p(s-1)) q(s-1) + a_{t-1}(s): the composition of affine maps
-        # x -> m x + b is associative, so all prefixes come from one associative scan.
+        # x -> m x + b is associative, so all prefixes come from one parallel scan.
         multipliers = ops.concatenate([ops.ones_like(p[:, :1]), 1.0 - p[:, :-1]], axis=1)
-
-        def compose(first, second):
-            (m1, b1), (m2, b2) = first, second
-            return m1 * m2, m2 * b1 + b2
-
-        _, q = ops.associative_scan(compose, (multipliers, previous), axis=1)
+        _, q = affine_prefix_scan(multipliers, previous)
         return p * q
     if mode == "parallel":
         cumprod = safe_cumprod(1.0 - p)
@@ -331,3 +320,34 @@ def monotonic_alignment(p, previous, mode):
     # hard: stop at the first position from the previous alignment's on where p = 1.
     p = p * ops.cumsum(previous, axis=1)
     return p * exclusive_cumprod(1.0 - p)
+
+
+def affine_prefix_scan(multipliers, offsets):
+    """The prefix compositions of the affine maps `x -> m_s x + b_s` along axis 1 of
+    `(B, S)` multipliers and offsets: `(M_s, B_s)`, `B_s` the value after maps `0..s` from
+    `x = 0`. Exact and parallel: where S is static, a Hillis-Steele scan of `ceil(log2 S)`
+    rounds of static slices, each composing every position with the one `d` before it;
+    Keras' `ops.associative_scan` where S is known only at run time. (On TensorFlow that
+    branches on the length with a `tf.cond` whose two branches XLA compiles both, one of them
+    with mismatched shapes, and its gathers broadcast to shapes XLA cannot differentiate in a
+    loop.)"""
+
+    def compose(first, second):
+        (m1, b1), (m2, b2) = first, second
+        return m1 * m2, m2 * b1 + b2
+
+    length = multipliers.shape[1]
+    if length is None:
+        return ops.associative_scan(compose, (multipliers, offsets), axis=1)
+    distance = 1
+    while distance < length:
+        # (M_{s-d}, B_{s-d}) then (M_s, B_s); the identity map (1, 0) before the first.
+        before = (
+            ops.concatenate(
+                [ops.ones_like(multipliers[:, :distance]), multipliers[:, :-distance]], 1
+            ),
+            ops.concatenate([ops.zeros_like(offsets[:, :distance]), offsets[:, :-distance]], 1),
+        )
+        multipliers, offsets = compose(before, (multipliers, offsets))
+        distance *= 2
+    return multipliers, offsets

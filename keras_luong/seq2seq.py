@@ -39,7 +39,9 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         alignment: `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) or
             `"hard-monotonic"`: `MonotonicAttention` (Raffel et al.), trained on its expected
             alignment with `sigmoid_noise=1`, decoded (and evaluated) with hard alignments.
-        score_mode: `"dot"`, `"general"`, `"concat"` or (global only) `"location"`.
+        score_mode: `"dot"`, `"general"`, `"concat"`, (global only) `"location"`, or
+            `"bahdanau"` (global and hard-monotonic: `BahdanauAttention` and
+            `BahdanauMonotonicAttention` with `units` units).
         window: Half-width `D` of a local window. Defaults to 10.
         max_source_length: Needed by the `"location"` score.
         input_feeding: Feed `h̃_{t-1}` to the decoder at step `t`. Defaults to `True`.

@@ -99,6 +99,8 @@ PUBLIC = [
     keras_luong.GlobalAttention,
     keras_luong.LocalAttention,
     keras_luong.BaseLuongAttention,
+    keras_luong.BahdanauAttention,
+    keras_luong.BahdanauMonotonicAttention,
     keras_luong.InputFeedingCell,
     keras_luong.LuongDecoder,
     keras_luong.LuongSeq2Seq,
