@@ -6,6 +6,7 @@ Each check raises a Keras-style message naming the argument and the value receiv
 wrong, as for integer ids given as states).
 """
 
+import math
 import numbers
 import os
 
@@ -29,6 +30,23 @@ def check_integer(name, value, minimum=1, allow_none=False):
     raise ValueError(
         f"Invalid value for argument {name}. Expected {expected}"
         f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
+    )
+
+
+def check_number(name, value, minimum=None, exclusive=False):
+    """`value` as a float, if it is a finite real number (not a bool) `>= minimum` (`>` with
+    `exclusive`; any finite number when `minimum` is `None`)."""
+    if (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (minimum is None or (value > minimum if exclusive else value >= minimum))
+    ):
+        return float(value)
+    bound = "" if minimum is None else f" {'>' if exclusive else '>='} {minimum}"
+    raise ValueError(
+        f"Invalid value for argument {name}. Expected a finite number{bound}. "
+        f"Received: {name}={value!r}"
     )
 
 

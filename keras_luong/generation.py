@@ -10,6 +10,7 @@ per-call input pipeline; a generator is kept only once a call through it has suc
 
 import collections
 import json
+import numbers
 
 import keras
 import numpy as np
@@ -299,9 +300,22 @@ def get_generator(model, max_length, sampler="greedy", stop_token_ids="auto", **
         model((ones, ones))
     if isinstance(stop_token_ids, str) and stop_token_ids == "auto":
         stop_token_ids = (model.end_token,)
+    if isinstance(stop_token_ids, numbers.Integral) and not isinstance(stop_token_ids, bool):
+        stop_token_ids = (stop_token_ids,)  # one id
+    if stop_token_ids is not None and not isinstance(stop_token_ids, (list, tuple)):
+        raise ValueError(
+            "Invalid value for argument stop_token_ids. Expected 'auto', None, an id or a "
+            f"tuple of ids. Received: stop_token_ids={stop_token_ids!r}"
+        )
     stop_token_ids = tuple(
         check_integer("stop_token_ids", i, minimum=0) for i in (stop_token_ids or ())
     )
+    if any(i >= model.target_vocabulary_size for i in stop_token_ids):
+        raise ValueError(
+            "Invalid value for argument stop_token_ids. Expected ids in [0, "
+            f"target_vocabulary_size={model.target_vocabulary_size}). "
+            f"Received: stop_token_ids={stop_token_ids!r}"
+        )
     key = (max_length, stop_token_ids, *sampler_key(sampler))
     generator = model.generators.get(
         key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids)

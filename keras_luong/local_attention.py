@@ -3,7 +3,7 @@ from keras import ops
 
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
-from keras_luong.checks import check_integer, check_one_of, check_step
+from keras_luong.checks import check_integer, check_number, check_one_of, check_step
 from keras_luong.scores import project
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".
@@ -119,11 +119,8 @@ class LocalAttention(BaseLuongAttention):
                 f"Received: score_mode={score_mode!r}"
             )
         window = check_integer("window", window, minimum=0)
-        if sigma is not None and not (isinstance(sigma, (int, float)) and sigma > 0):
-            raise ValueError(
-                f"Invalid value for argument sigma. Expected a positive number. "
-                f"Received: sigma={sigma!r}"
-            )
+        if sigma is not None:
+            check_number("sigma", sigma, minimum=0, exclusive=True)
         if alignment == "predictive" and sigma is None and window == 0:
             raise ValueError(
                 "local-p with window=0 has sigma = window / 2 = 0; pass a positive sigma. "

@@ -4,7 +4,7 @@ from keras import ops
 
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
-from keras_luong.checks import MASKED_SCORE, check_one_of
+from keras_luong.checks import MASKED_SCORE, check_number, check_one_of
 from keras_luong.loops import masked_scan
 
 MODES = ("parallel", "recursive", "hard")
@@ -121,20 +121,8 @@ class MonotonicAttention(BaseLuongAttention):
         check_one_of("mode", mode, MODES)
         if inference_mode is not None:
             check_one_of("inference_mode", inference_mode, MODES)
-        for name, number in (
-            ("score_bias_init", score_bias_init),
-            ("sigmoid_noise", sigmoid_noise),
-        ):
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise ValueError(
-                    f"Invalid value for argument {name}. Expected a number. "
-                    f"Received: {name}={number!r}"
-                )
-        if sigmoid_noise < 0:
-            raise ValueError(
-                "Invalid value for argument sigmoid_noise. Expected a number >= 0. "
-                f"Received: sigmoid_noise={sigmoid_noise!r}"
-            )
+        score_bias_init = check_number("score_bias_init", score_bias_init)
+        sigmoid_noise = check_number("sigmoid_noise", sigmoid_noise, minimum=0)
         self.mode = mode
         self.inference_mode = inference_mode
         self.score_bias_init = float(score_bias_init)
@@ -206,8 +194,11 @@ class MonotonicAttention(BaseLuongAttention):
         return ops.one_hot(first, source_length, dtype="float32")
 
     def mode_for(self, training):
-        """The mode of a call: `mode` in training, else `inference_mode` (if set)."""
-        return self.mode if training or self.inference_mode is None else self.inference_mode
+        """The mode of a call: `mode` in training, else `inference_mode` (if set), checked
+        here too, since either may be set on the layer after it was made."""
+        if training or self.inference_mode is None:
+            return check_one_of("mode", self.mode, MODES)
+        return check_one_of("inference_mode", self.inference_mode, MODES)
 
     def dropout_mask(self, batch_size, steps, source_length, training=True):
         """Everything random, drawn ahead for `steps` query steps (a random draw inside a

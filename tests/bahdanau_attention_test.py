@@ -157,3 +157,11 @@ def test_seq2seq_with_bahdanau_scores_trains_decodes_and_saves(alignment, tmp_pa
     np.testing.assert_array_equal(beam, greedy)  # a beam of one is greedy decoding
     _, restored = save_and_load(model, tmp_path)
     np.testing.assert_array_equal(restored.generate(source[:4], 6), greedy)
+
+
+def test_value_and_memory_are_not_both_taken():
+    query, value = random((B, T, D_Q), 11), random((B, S, D_V), 12)
+    layer = BahdanauAttention(U)
+    memory = (layer(query, value), layer.prepare(value))[1]
+    with pytest.raises(ValueError, match="not both"):
+        layer(query, value, memory=memory)

@@ -25,3 +25,23 @@ def test_a_file_from_0_1_0_loads_with_its_outputs(name):
     model = keras.saving.load_model(os.path.join(DATA, name + ".keras"))
     logits = model((expected["source"], expected["target_in"]))
     assert_allclose(logits, expected[name], atol=2e-5)
+
+
+PRE_0_2 = [
+    "hard_monotonic_feeding",  # monotonic attention's alignment in the decoder's states
+    "hard_monotonic_nofeeding",  # the same on the fused-LSTM path
+    "global_nofeeding",  # the fused path, whose cell the decoder now takes as given
+]
+
+
+@pytest.mark.parametrize("name", PRE_0_2)
+def test_a_file_from_before_the_state_protocol_loads_with_its_outputs(name):
+    """Files written just before attention kept its own state (the previous alignment rode in
+    the memory then) load and give the same logits and generated ids."""
+    expected = np.load(os.path.join(DATA, "seq2seq_pre_0.2_outputs.npz"))
+    model = keras.saving.load_model(os.path.join(DATA, f"seq2seq_pre_0.2_{name}.keras"))
+    logits = model((expected["source"], expected["target_in"]))
+    assert_allclose(logits, expected[name], atol=2e-5)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5), expected[name + "_generated"]
+    )

@@ -11,7 +11,7 @@ from keras import ops
 
 from keras_luong import BeamSearchSampler, LuongDecoder, LuongSeq2Seq, MonotonicAttention
 from keras_luong.monotonic_attention import monotonic_alignment
-from tests.test_case import fit_lowers_loss, gradients, save_and_load
+from tests.test_case import TestCase, fit_lowers_loss, gradients, save_and_load
 
 B, S, T, D = 3, 7, 5, 8
 LENGTHS = np.array([7, 4, 6])
@@ -297,3 +297,18 @@ def test_seq2seq_hard_monotonic_trains_and_decodes_monotonically(tmp_path):
     assert beam.shape == (4, 7)
     _, restored = save_and_load(model, tmp_path)
     np.testing.assert_array_equal(restored.generate(source[:4], 7), ids)
+
+
+class TestMonotonicAttentionLayer(TestCase):
+    @pytest.mark.parametrize("mode", ["parallel", "recursive"])
+    def test_layer_bundle(self, mode, tmp_path):
+        # Every query step at once: the recursion runs in the layer's own loop, which trains
+        # jit-compiled on every backend.
+        self.run_layer_bundle(
+            lambda dtype=None: MonotonicAttention(
+                mode=mode, use_scale=True, score_bias_init=0.5, dtype=dtype
+            ),
+            [random((B, T, D), 30), random((B, S, D), 31)],
+            tmp_path,
+            expected_output_shape=(B, T, D),
+        )

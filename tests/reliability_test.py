@@ -13,9 +13,11 @@ import pytest
 from keras_luong import (
     BeamSearchSampler,
     GlobalAttention,
+    GreedySampler,
     LocalAttention,
     LuongDecoder,
     LuongSeq2Seq,
+    MonotonicAttention,
 )
 from keras_luong.vocabulary import Vocabulary
 from tests.test_case import (
@@ -438,3 +440,45 @@ def test_old_memory_mask_argument_warns_and_is_the_value_mask():
         assert_allclose(decoder(inputs, value, memory_mask=mask), expected)
     with pytest.raises(ValueError, match="both value_mask and memory_mask"):
         decoder(inputs, value, value_mask=mask, memory_mask=mask)
+
+
+# -- numbers, modes and stop ids checked where they are given ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda v: BeamSearchSampler(3, length_penalty=v), "length_penalty"),
+        (lambda v: BeamSearchSampler(3, coverage_penalty=v), "coverage_penalty"),
+        (lambda v: BeamSearchSampler(3, temperature=v), "temperature"),
+        (lambda v: GreedySampler(temperature=v), "temperature"),
+        (lambda v: MonotonicAttention(sigmoid_noise=v), "sigmoid_noise"),
+        (lambda v: MonotonicAttention(score_bias_init=v), "score_bias_init"),
+        (lambda v: LocalAttention(sigma=v), "sigma"),
+    ],
+)
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), True, "1"])
+def test_numbers_must_be_finite(make, name, value):
+    with pytest.raises(ValueError, match=f"argument {name}. Expected a finite number"):
+        make(value)
+
+
+def test_a_mode_set_after_construction_is_checked_where_it_is_used():
+    layer = MonotonicAttention(mode="parallel")
+    query, value = random((B, T, D), 40), random((B, S, D), 41)
+    layer(query, value)
+    layer.mode = "Hard"
+    with pytest.raises(ValueError, match="Received: mode='Hard'"):
+        layer(query, value, training=True)
+
+
+def test_stop_token_ids_one_id_or_ids_in_the_vocabulary():
+    model = _model()
+    source = np.array([[3, 4, 0]], "int32")
+    np.testing.assert_array_equal(
+        model.generate(source, 4, stop_token_ids=2), model.generate(source, 4)
+    )
+    with pytest.raises(ValueError, match="target_vocabulary_size=7"):
+        model.generate(source, 4, stop_token_ids=(2, 7))
+    with pytest.raises(ValueError, match="stop_token_ids"):
+        model.generate(source, 4, stop_token_ids={2})

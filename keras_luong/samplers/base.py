@@ -2,7 +2,7 @@
 
 from keras import ops
 
-from keras_luong.checks import check_integer
+from keras_luong.checks import check_integer, check_number
 from keras_luong.samplers.ngrams import mask_repeated_ngrams
 
 
@@ -48,12 +48,7 @@ class Sampler:
     """
 
     def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
-        if isinstance(temperature, bool) or not temperature > 0:
-            raise ValueError(
-                "Invalid value for argument temperature. Expected a number > 0. "
-                f"Received: temperature={temperature!r}"
-            )
-        self.temperature = float(temperature)
+        self.temperature = check_number("temperature", temperature, minimum=0, exclusive=True)
         self.no_repeat_ngram_size = check_integer(
             "no_repeat_ngram_size", no_repeat_ngram_size, minimum=0
         )

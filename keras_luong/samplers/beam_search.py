@@ -4,7 +4,7 @@ the n best."""
 import keras
 from keras import ops, tree
 
-from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers import penalties
 from keras_luong.samplers.base import Sampler, is_any
 from keras_luong.samplers.top_k import top_k_indices
@@ -105,18 +105,10 @@ class BeamSearchSampler(Sampler):
     ):
         num_beams = check_integer("num_beams", num_beams)
         min_length = check_integer("min_length", min_length, minimum=0)
-        if isinstance(length_penalty, bool) or not length_penalty >= 0:
-            raise ValueError(
-                "Invalid value for argument length_penalty. Expected a number >= 0. "
-                f"Received: length_penalty={length_penalty!r}"
-            )
-        if isinstance(coverage_penalty, bool) or not coverage_penalty >= 0:
-            raise ValueError(
-                "Invalid value for argument coverage_penalty. Expected a number >= 0. "
-                f"Received: coverage_penalty={coverage_penalty!r}"
-            )
+        length_penalty = check_number("length_penalty", length_penalty, minimum=0)
+        coverage_penalty = check_number("coverage_penalty", coverage_penalty, minimum=0)
         super().__init__(temperature=temperature, no_repeat_ngram_size=no_repeat_ngram_size)
-        self.coverage_penalty = float(coverage_penalty)
+        self.coverage_penalty = coverage_penalty
         self.num_beams = int(num_beams)
         self.return_all_beams = bool(return_all_beams)
         self.length_penalty = float(length_penalty)
