@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import keras_luong
-from keras_luong import base_attention, batching, callbacks, samplers, vocabulary
+from keras_luong import base_attention, batching, callbacks, losses, samplers, vocabulary
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 # page -> text the page's comments say its code prints
@@ -111,6 +111,7 @@ PUBLIC = [
     vocabulary.SubwordVocabulary,
     batching.BucketedBatches,
     callbacks.BleuCallback,
+    losses.SequenceLoss,
 ]
 
 
