@@ -4,7 +4,7 @@ import time
 
 import keras
 
-from keras_luong.checks import check_integer
+from keras_luong.checks import check_integer, check_texts
 from keras_luong.evaluation import corpus_bleu
 
 
@@ -71,12 +71,15 @@ class BleuCallback(keras.callbacks.Callback):
         verbose=1,
     ):
         super().__init__()
-        if len(sources) != len(references):
+        # Checked now, not after the first epoch's training time is spent.
+        sources = check_texts("sources", sources, allow_empty=False)
+        if isinstance(references, str) or len(references) != len(sources):
             raise ValueError(
                 "Expected one reference (or list of references) per source. Received: "
                 f"{len(sources)} sources and {len(references)} references"
             )
         check_integer("frequency", frequency)
+        check_integer("max_length", max_length)
         corpus_bleu(["a"], ["a"], tokenize=tokenize)  # refuses an unknown tokenizer now
         self.sources = list(sources)
         self.references = list(references)

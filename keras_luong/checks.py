@@ -190,6 +190,39 @@ class TokenIdChecks:
         return super().predict(x, *args, **kwargs)
 
 
+def check_texts(name, texts, allow_empty=True):
+    """`texts` as a list of `str`: a `ValueError` for a single string (or anything that is not
+    a list or tuple, or an empty one unless `allow_empty`), a `TypeError` naming the first
+    entry that is not a string."""
+    if not isinstance(texts, (list, tuple)):
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected a list of strings (wrap a single "
+            f"text in a list). Received: {name}={texts!r:.80}"
+        )
+    if not texts and not allow_empty:
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected a non-empty list of strings. "
+            f"Received: {name}=[]"
+        )
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"Invalid value for argument {name}. Expected a list of strings. "
+                f"Received: {name}[{i}]={text!r:.80} of type {type(text).__name__}"
+            )
+    return list(texts)
+
+
+def check_text(name, text):
+    """`text` if it is a `str`, else a `TypeError` naming it."""
+    if not isinstance(text, str):
+        raise TypeError(
+            f"Invalid value for argument {name}. Expected a string. "
+            f"Received: {name}={text!r:.80} of type {type(text).__name__}"
+        )
+    return text
+
+
 def check_path(name, path):
     """`path` (a `str` or an `os.PathLike`) as a `str`."""
     if isinstance(path, (str, os.PathLike)):

@@ -3,6 +3,8 @@ them), and BLEU and chrF for translation (through sacreBLEU)."""
 
 import numpy as np
 
+from keras_luong.checks import check_texts
+
 
 def edit_distance(hypothesis, reference):
     """Levenshtein distance between two sequences (insertion, deletion and substitution each
@@ -122,9 +124,8 @@ def _bleu(tokenize, lowercase):
 
 
 def _strings(name, texts):
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"Invalid value for argument {name}. Expected a list of strings.")
-    return list(texts)
+    # BLEU of no sentence is undefined (sacreBLEU raises an IndexError on it).
+    return check_texts(name, texts, allow_empty=False)
 
 
 def _reference_streams(hypotheses, references):

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from keras_luong.checks import check_integer
+from keras_luong.checks import check_integer, check_text, check_texts
 
 SPLITS = ("characters", "whitespace")
 SUBWORD_MODELS = ("bpe", "unigram")
@@ -23,7 +23,9 @@ class _Ids:
     def encode(self, text, length=None, start=False, end=False):
         """The ids of `text` (optionally after a start id and before an end id), cut or padded
         with 0 to `length` if given."""
-        ids = self._symbol_ids(text)
+        ids = self._symbol_ids(check_text("text", text))
+        if length is not None:
+            check_integer("length", length, minimum=0)
         ids = [self.START] * start + ids + [self.END] * end
         if length is None:
             return ids
@@ -33,17 +35,7 @@ class _Ids:
         """`(len(texts), length)` int32 ids, padded with 0 (`length` defaults to the longest,
         and is at least 1: an empty text is a row of padding, which a model reads as an
         empty source)."""
-        if isinstance(texts, (str, bytes)):
-            raise ValueError(
-                "Invalid value for argument texts. Expected a list of strings (wrap a single "
-                f"text in a list). Received: texts={texts!r}"
-            )
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(
-                    "Invalid value for argument texts. Expected a list of strings. "
-                    f"Received: texts[{i}]={text!r} of type {type(text).__name__}"
-                )
+        texts = check_texts("texts", texts)
         rows = [self.encode(t, start=start, end=end) for t in texts]
         if length is None:
             length = max((len(r) for r in rows), default=1) or 1
@@ -254,7 +246,8 @@ class SubwordVocabulary(_Ids):
                 f"Received: model_type={model_type!r}"
             )
         check_integer("vocabulary_size", vocabulary_size, minimum=cls.RESERVED + 1)
-        texts = [t for t in texts if t.strip()]
+        check_integer("max_sentences", max_sentences, allow_none=True)
+        texts = [t for t in check_texts("texts", list_of(texts)) if t.strip()]
         if max_sentences is not None and len(texts) > max_sentences:
             chosen = np.random.default_rng(seed).choice(len(texts), max_sentences, replace=False)
             texts = [texts[i] for i in sorted(chosen)]
@@ -322,6 +315,17 @@ def deserialize(config):
             f"Received: {config!r:.200}"
         )
     return classes[name].from_config(config["config"])
+
+
+def list_of(texts):
+    """An iterable of texts as a list (a generator of lines, say); a single string, bytes or
+    `None` stay as they are, for `check_texts` to refuse."""
+    if texts is None or isinstance(texts, (str, bytes, list, tuple)):
+        return texts
+    try:
+        return list(texts)
+    except TypeError:
+        return texts
 
 
 def _tokenize(text, split):

@@ -482,3 +482,65 @@ def test_stop_token_ids_one_id_or_ids_in_the_vocabulary():
         model.generate(source, 4, stop_token_ids=(2, 7))
     with pytest.raises(ValueError, match="stop_token_ids"):
         model.generate(source, 4, stop_token_ids={2})
+
+
+# -- texts: one check for every entry point that takes them -----------------------------------
+
+
+def test_texts_are_lists_of_strings_everywhere():
+    from keras_luong.callbacks import BleuCallback
+    from keras_luong.evaluation import corpus_bleu
+    from keras_luong.vocabulary import SubwordVocabulary
+
+    vocabulary = Vocabulary(list("abc"))
+    for call in (
+        lambda: SubwordVocabulary.train("one long string", vocabulary_size=8),
+        lambda: SubwordVocabulary.train(None, vocabulary_size=8),
+        lambda: vocabulary.encode_batch("abc"),
+        lambda: corpus_bleu("a b", ["a b"]),
+        lambda: BleuCallback("a b", ["a b"], max_length=5),
+    ):
+        with pytest.raises(ValueError, match="Expected a list of strings"):
+            call()
+    with pytest.raises(TypeError, match=r"texts\[1\]=3 of type int"):
+        SubwordVocabulary.train(["a b", 3], vocabulary_size=8)
+    with pytest.raises(TypeError, match="Received: text=None"):
+        vocabulary.encode(None)
+    with pytest.raises(ValueError, match="Received: length=-1"):
+        vocabulary.encode("ab", length=-1)
+    with pytest.raises(ValueError, match="Received: max_sentences=-1"):
+        SubwordVocabulary.train(["a b"], vocabulary_size=8, max_sentences=-1)
+    # BLEU of no sentence is undefined: said at the call, and by the callback when it is made.
+    with pytest.raises(ValueError, match="non-empty list"):
+        corpus_bleu([], [])
+    with pytest.raises(ValueError, match="non-empty list"):
+        BleuCallback([], [], max_length=5)
+    # A generator of lines is an iterable of texts too.
+    trained = SubwordVocabulary.train((line for line in ["a b c", "b c a"] * 20), 8)
+    assert trained.decode(trained.encode("a b")) == "a b"
+
+
+def test_parallel_text_files_name_what_is_wrong(tmp_path):
+    import gzip
+    import pathlib
+
+    from keras_luong.datasets.parallel_text import load_parallel_text
+
+    source, target = tmp_path / "a.en", tmp_path / "a.de"
+    source.write_text("one\ntwo\n", encoding="utf-8")
+    target.write_text("eins\nzwei\n", encoding="utf-8")
+    assert load_parallel_text(pathlib.Path(source), target) == (["one", "two"], ["eins", "zwei"])
+    fake_gzip = tmp_path / "b.en.gz"
+    fake_gzip.write_text("one\ntwo\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="b.en.gz is named .gz but is not gzip"):
+        load_parallel_text(fake_gzip, target)
+    latin = tmp_path / "c.de"
+    latin.write_bytes("f\u00fcr\nzwei\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="c.de is not UTF-8"):
+        load_parallel_text(source, latin)
+    real_gzip = tmp_path / "d.en.gz"
+    with gzip.open(real_gzip, "wt", encoding="utf-8") as f:
+        f.write("one\ntwo\n")
+    assert load_parallel_text(str(real_gzip), str(target))[0] == ["one", "two"]
+    with pytest.raises(TypeError, match="Expected a path"):
+        load_parallel_text(3, target)
