@@ -4,7 +4,7 @@ from keras import ops
 
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
-from keras_luong.checks import MASKED_SCORE, check_number, check_one_of
+from keras_luong.checks import MASKED_SCORE, check_number, check_one_of, shape_matches
 from keras_luong.loops import masked_scan
 
 MODES = ("parallel", "recursive", "hard")
@@ -162,11 +162,7 @@ class MonotonicAttention(BaseLuongAttention):
             source = value if value is not None else (memory or {}).get("value")
             source_length = None if source is None else source.shape[1]
             shape = tuple(previous_alignment.shape)
-            if (
-                len(shape) != 2
-                or None not in (shape[1], source_length)
-                and (shape[1] != source_length)
-            ):
+            if not shape_matches(shape, (None, source_length)):
                 raise ValueError(
                     f"Expected previous_alignment of shape (batch_size, S={source_length}). "
                     f"Received: previous_alignment.shape={shape}"
