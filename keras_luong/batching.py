@@ -5,7 +5,7 @@ import math
 import keras
 import numpy as np
 
-from keras_luong.checks import check_integer
+from keras_luong.checks import check_integer, check_sentences
 
 
 class BucketedBatches(keras.utils.PyDataset):
@@ -26,15 +26,17 @@ class BucketedBatches(keras.utils.PyDataset):
     the start id, `target_out` the target before the end id, as `LuongSeq2Seq` trains on.
 
     Args:
-        source_ids: The source sentences, each a sequence of ids (no start or end id).
-        target_ids: The target sentences, each a sequence of ids (no start or end id).
+        source_ids: The source sentences, each a sequence of ids at its own length (no start
+            or end id, no padding: a `ValueError` says which sentence holds a 0).
+        target_ids: The target sentences, as `source_ids`.
         tokens_per_batch: Token budget of a batch: batch size times padded length is at most
             this (a batch has at least one pair). Defaults to 4096.
         bucket_width: Bucket lengths are multiples of this. Defaults to 8.
         shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`.
-        seed: Seed of the shuffles (epoch `e` uses `seed + e`). Defaults to 0.
-        start_token: The id that starts `target_in`. Defaults to 1.
-        end_token: The id that ends `target_out`. Defaults to 2.
+        seed: Seed of the shuffles (epoch `e` uses `seed + e`; `None`: a new order every
+            run). Defaults to 0.
+        start_token: The id that starts `target_in` (not 0, the padding id). Defaults to 1.
+        end_token: The id that ends `target_out` (not 0, the padding id). Defaults to 2.
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, `use_multiprocessing`,
             `max_queue_size`).
 
@@ -68,6 +70,8 @@ class BucketedBatches(keras.utils.PyDataset):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        source_ids = check_sentences("source_ids", source_ids)
+        target_ids = check_sentences("target_ids", target_ids)
         if len(source_ids) != len(target_ids):
             raise ValueError(
                 "Expected as many targets as sources. Received: "
@@ -77,8 +81,10 @@ class BucketedBatches(keras.utils.PyDataset):
             raise ValueError("Invalid value for argument source_ids. Received: no pairs")
         check_integer("tokens_per_batch", tokens_per_batch)
         check_integer("bucket_width", bucket_width)
-        self.sources = [np.asarray(s, "int32").reshape(-1) for s in source_ids]
-        self.targets = [np.asarray(t, "int32").reshape(-1) for t in target_ids]
+        check_integer("seed", seed, minimum=0, allow_none=True)
+        check_integer("start_token", start_token)
+        check_integer("end_token", end_token)
+        self.sources, self.targets = source_ids, target_ids
         self.tokens_per_batch = tokens_per_batch
         self.bucket_width = bucket_width
         self.shuffle = shuffle
@@ -104,7 +110,7 @@ class BucketedBatches(keras.utils.PyDataset):
 
     def _plan(self):
         """The epoch's batches: `(length, batch size, pair indices)`, in the order served."""
-        rng = np.random.default_rng(self.seed + self.epoch)
+        rng = np.random.default_rng(None if self.seed is None else self.seed + self.epoch)
         batches = []
         for length, size, indices in self.buckets:
             if self.shuffle:

@@ -20,13 +20,21 @@ from keras import ops
 MASKED_SCORE = -1e9
 
 
-def check_integer(name, value, minimum=1, allow_none=False):
-    """`value` as a Python int, if it is an integer (not a bool) `>= minimum`."""
+def check_integer(name, value, minimum=1, allow_none=False, maximum=None):
+    """`value` as a Python int, if it is an integer (not a bool) `>= minimum` (and
+    `<= maximum` if given)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum:
+    if (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and value >= minimum
+        and (maximum is None or value <= maximum)
+    ):
         return int(value)
     expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if maximum is not None:
+        expected = f"an integer from {minimum} to {maximum}"
     raise ValueError(
         f"Invalid value for argument {name}. Expected {expected}"
         f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
@@ -166,6 +174,46 @@ def check_token_ids(name, ids, vocabulary_size, rank=None):
             f"Received: ids from {array.min()} to {array.max()}"
         )
     return array.astype("int32")
+
+
+def check_sentences(name, sentences):
+    """`sentences` (a sequence of id sequences, one sentence each, without padding) as a list
+    of 1-D int32 arrays: integer ids (integral floats are taken), none negative and none the
+    padding id 0. A padded array (rows ending in zeros) is refused, since its zeros would be
+    read as words."""
+    if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__len__"):
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected a list of sentences, each a sequence "
+            f"of token ids. Received: {name} of type {type(sentences).__name__}"
+        )
+    arrays = []
+    for i, sentence in enumerate(sentences):
+        array = np.asarray(sentence)
+        if array.ndim != 1 or array.dtype.kind not in "iuf":
+            raise ValueError(
+                f"Invalid value for argument {name}. Expected each sentence to be a sequence "
+                f"of integer token ids. Received: {name}[{i}] of shape {array.shape} and "
+                f"dtype {array.dtype}"
+            )
+        arrays.append(array)
+    if not arrays:
+        return arrays
+    flat = np.concatenate(arrays)
+    if flat.dtype.kind == "f" and not np.array_equal(flat, np.round(flat)):
+        i = next(i for i, a in enumerate(arrays) if not np.array_equal(a, np.round(a)))
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected integer token ids. Received: "
+            f"{name}[{i}]={arrays[i].tolist()!r:.100}"
+        )
+    if flat.size and flat.min() <= 0:
+        i = next(i for i, a in enumerate(arrays) if a.size and a.min() <= 0)
+        what = "a negative id" if arrays[i].min() < 0 else "the padding id 0"
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected sentences of token ids >= 1, without "
+            f"padding (pass each sentence at its own length, not a padded array). Received: "
+            f"{name}[{i}] holds {what}: {arrays[i].tolist()!r:.100}"
+        )
+    return [a.astype("int32") for a in arrays]
 
 
 class TokenIdChecks:

@@ -21,6 +21,8 @@ from keras_luong.compat import resolve_sampler
 from keras_luong.samplers import pad_after_end
 from keras_luong.vocabulary_assets import check_vocabulary_size
 
+MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
+
 
 class Seq2SeqGenerator(keras.Model):
     """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a sampler over
@@ -141,7 +143,8 @@ class GenerationMixin:
 
         Args:
             inputs: Source ids `(B, S)`, 0 for padding. An empty batch gives an empty result.
-            max_length: Number of target tokens to generate at most.
+            max_length: Number of target tokens to generate at most (up to 65536: the
+                buffers of the loop are allocated for it).
             stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
                 `max_length` tokens) or a tuple of ids.
             sampler: A name (`"greedy"`, `"beam"`, or one of keras-hub's: see
@@ -244,6 +247,12 @@ class GenerationMixin:
         returns all beams: the ids `(batch, num_beams, max_length)` and their scores).
         Takes `generate`'s `sampler` and `stop_token_ids`. Works from the TensorFlow and JAX
         backends; from torch, save a `.keras` file and export it on TensorFlow."""
+        if keras.backend.backend() == "torch":
+            raise NotImplementedError(
+                "export_generator writes a TensorFlow SavedModel, which the torch backend "
+                "cannot trace. Save the model (model.save('model.keras')), load it with "
+                "KERAS_BACKEND=tensorflow (or jax) and call export_generator there."
+            )
         generator, _ = get_generator(self, max_length, **kwargs)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
         generator.export(
@@ -293,7 +302,7 @@ def sampler_key(sampler):
 
 def get_generator(model, max_length, sampler="greedy", stop_token_ids="auto", **legacy):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
-    max_length = check_integer("max_length", max_length)
+    max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
     sampler = resolve_sampler(sampler, legacy)
     if not model.built:  # decoding an untrained model is valid (if useless): build it
         ones = ops.ones((1, 1), "int32")

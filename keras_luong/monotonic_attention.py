@@ -186,8 +186,9 @@ class MonotonicAttention(BaseLuongAttention):
 
     def initial_alignment(self, batch_size, source_length):
         """`a_{-1}`: all the weight on the first source position, `(batch_size, S)`."""
-        first = ops.zeros((batch_size,), "int32")
-        return ops.one_hot(first, source_length, dtype="float32")
+        # Not `one_hot`: torch's refuses zero classes, and an empty source (S = 0) is valid.
+        first = ops.cast(ops.equal(ops.arange(source_length), 0), "float32")
+        return ops.broadcast_to(first[None, :], (batch_size, source_length))
 
     def mode_for(self, training):
         """The mode of a call: `mode` in training, else `inference_mode` (if set), checked
@@ -241,8 +242,14 @@ class MonotonicAttention(BaseLuongAttention):
         dropout_mask, noise = None, None
         if draws is not None:  # see dropout_mask()
             dropout_mask, noise = draws[:, :, 0], draws[:, :, 1]
-        probabilities = self.stop_probabilities(query, memory, training, noise)
         (previous,) = state
+        value = memory["value"]
+        if value.shape[1] == 0:  # an empty source: a zero context, as a fully masked one
+            batch, steps = ops.shape(query)[0], ops.shape(query)[1]
+            weights = ops.zeros((batch, steps, 0), "float32")
+            context = ops.zeros((batch, steps, value.shape[-1]), query.dtype)
+            return Attended(self.attentional_state(context, query), weights, None, state)
+        probabilities = self.stop_probabilities(query, memory, training, noise)
         mode = self.mode_for(training)
         if query.shape[1] == 1:  # one decoding step: no loop
             last = monotonic_alignment(probabilities[:, 0], previous, mode)

@@ -11,6 +11,7 @@ from keras_luong.checks import (
     check_token_ids,
 )
 from keras_luong.decoder import LuongDecoder
+from keras_luong.vocabulary import Vocabulary
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
 
@@ -190,6 +191,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
     def encode(self, source, training=None):
         """`(value, value_mask, decoder_cell_states)` for source ids `(B, S)`: the encoder
         states, their mask and the bridged initial states of the decoder's cell."""
+        source = known_ids(source, self.source_vocabulary_size)
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
         value, *states = self.encoder(embedded, mask=source_mask, training=training)
@@ -204,6 +206,10 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
 
     def call(self, inputs, training=None, return_attention_scores=False):
         source, target_in = _unpack(inputs)
+        if not training:  # a direct call: ids whose values can be seen are checked
+            check_token_ids("source", source, self.source_vocabulary_size, rank=2)
+            check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
+        target_in = known_ids(target_in, self.target_vocabulary_size)
         value, value_mask, states = self.encode(source, training=training)
         target_mask = ops.not_equal(target_in, 0)
         embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
@@ -268,6 +274,16 @@ _CONFIG = (
     "start_token",
     "end_token",
 )
+
+
+def known_ids(ids, vocabulary_size):
+    """`ids` with any id outside `[0, vocabulary_size)` replaced by the unknown id (3, as the
+    vocabularies lay ids out). Ids are checked before a model runs wherever their values are
+    known; inside a compiled function they are not, and an embedding lookup out of range
+    would give NaN (JAX) or a backend error: the unknown word is what such an id means."""
+    unknown = Vocabulary.OOV if vocabulary_size > Vocabulary.OOV else 0
+    inside = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary_size))
+    return ops.where(inside, ids, ops.cast(unknown, ids.dtype))
 
 
 def _unpack(inputs):

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from keras_luong.checks import check_integer, check_text, check_texts
+from keras_luong.checks import check_integer, check_path, check_text, check_texts
 
 SPLITS = ("characters", "whitespace")
 SUBWORD_MODELS = ("bpe", "unigram")
@@ -71,12 +71,22 @@ class _Ids:
 
     @classmethod
     def load(cls, path):
-        """The vocabulary saved at `path` by `save`."""
+        """The vocabulary saved at `path` by `save`. A file that is not one (not JSON, or a
+        damaged model inside it) gets a `ValueError` naming the file."""
+        path = check_path("path", path)
         with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-        if "class_name" not in config:  # written by keras-luong 0.1's Vocabulary.save
-            return cls.from_config(config)
-        return deserialize(config)
+            try:
+                config = json.load(f)
+                if not isinstance(config, dict):
+                    raise ValueError(f"expected a JSON object, found {type(config).__name__}")
+                if "class_name" not in config:  # written by keras-luong 0.1's Vocabulary.save
+                    return cls.from_config(config)
+                return deserialize(config)
+            except (ValueError, TypeError, KeyError) as error:
+                raise ValueError(
+                    f"Cannot read a vocabulary from {path} (a file written by "
+                    f"{cls.__name__}.save is expected): {error}"
+                ) from None
 
     def __eq__(self, other):
         return type(self) is type(other) and self.get_config() == other.get_config()
@@ -191,7 +201,13 @@ class SubwordVocabulary(_Ids):
     def __init__(self, model, oov_token="<unk>"):
         spm = _sentencepiece()
         if isinstance(model, str):
-            model = base64.b64decode(model)
+            try:
+                model = base64.b64decode(model, validate=True)
+            except ValueError:
+                raise ValueError(
+                    "Invalid value for argument model. Expected a serialized SentencePiece "
+                    "model as bytes or base64 text. Received: text that is not base64"
+                ) from None
         if not isinstance(model, bytes):
             raise ValueError(
                 "Invalid value for argument model. Expected a serialized SentencePiece model "
@@ -199,7 +215,14 @@ class SubwordVocabulary(_Ids):
             )
         self.model = model
         self.oov_token = oov_token
-        self.processor = spm.SentencePieceProcessor(model_proto=model)
+        try:
+            self.processor = spm.SentencePieceProcessor(model_proto=model)
+        except RuntimeError:
+            raise ValueError(
+                "Invalid value for argument model. Expected a serialized SentencePiece model, "
+                f"as SubwordVocabulary.train makes it. Received: {len(model)} bytes that "
+                "SentencePiece cannot read (a damaged or truncated model)"
+            ) from None
         reserved = [self.processor.pad_id(), self.processor.bos_id(),
                     self.processor.eos_id(), self.processor.unk_id()]  # fmt: skip
         if reserved != [self.PAD, self.START, self.END, self.OOV]:
@@ -234,8 +257,12 @@ class SubwordVocabulary(_Ids):
             seed: The seed of that sample.
             **kwargs: The `oov_token`.
 
-        The text is taken as it is (no Unicode normalisation), so decoding gives back the
-        exact text of any sentence made of characters seen in training.
+        The text is taken as it is (no Unicode normalisation), with one exception:
+        SentencePiece splits on spaces, so `decode(encode(text))` gives back any text made of
+        characters seen in training with its leading and trailing spaces dropped and each
+        run of spaces as one space (tabs and newlines are characters like any other).
+        Sentences of any length are used (SentencePiece's own limit, 4192 bytes, is raised to
+        the longest sentence).
         """
         import io
 
@@ -253,6 +280,7 @@ class SubwordVocabulary(_Ids):
             texts = [texts[i] for i in sorted(chosen)]
         if not texts:
             raise ValueError("Invalid value for argument texts. Received: no non-empty text")
+        longest = max(len(t.encode("utf-8")) for t in texts)
         model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(
@@ -268,6 +296,7 @@ class SubwordVocabulary(_Ids):
                 unk_id=cls.OOV,
                 unk_surface=kwargs.get("oov_token", "<unk>"),
                 hard_vocab_limit=True,
+                max_sentence_length=max(4192, longest + 1),
                 num_threads=1,
                 minloglevel=2,
             )

@@ -1,12 +1,20 @@
 import keras
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from keras_luong import GlobalAttention, LocalAttention, LuongDecoder
+from keras_luong import (
+    GlobalAttention,
+    LocalAttention,
+    LuongDecoder,
+)
+from tests.attention_cases import PROPERTY, attention_cases, make_layer
 from tests.test_case import (
     TestCase,
     assert_allclose,
     fit_lowers_loss,
+    gradients,
     length_mask,
     random,
     to_numpy,
@@ -15,9 +23,11 @@ from tests.test_case import (
 B, T, S, E, H, U = 3, 6, 7, 4, 5, 6
 
 ATTENTIONS = {
-    "global": lambda: GlobalAttention(score_mode="general", attentional_units=U),
-    "local-m": lambda: LocalAttention(alignment="monotonic", window=1, attentional_units=U),
-    "local-p": lambda: LocalAttention(window=2, score_mode="concat", attentional_units=U),
+    "global": lambda **kw: GlobalAttention(score_mode="general", attentional_units=U, **kw),
+    "local-m": lambda **kw: LocalAttention("monotonic", window=1, attentional_units=U, **kw),
+    "local-p": lambda **kw: LocalAttention(
+        window=2, score_mode="concat", attentional_units=U, **kw
+    ),
 }
 CELLS = {
     "lstm": lambda: keras.layers.LSTMCell(H),
@@ -202,15 +212,19 @@ def test_fit_lowers_the_loss(attention, input_feeding):
 class TestLuongDecoderLayer(TestCase):
     @pytest.mark.parametrize("attention", sorted(ATTENTIONS))
     @pytest.mark.parametrize("input_feeding", [True, False])
-    def test_layer(self, attention, input_feeding):
+    def test_layer_bundle(self, attention, input_feeding, tmp_path):
         # The LSTM's 3 weights, then global and local-m (general): W_a, W_c; local-p (concat):
         # W_q, W_k, v_a, W_c, W_p, v_p.
         expected = 3 + {"global": 2, "local-m": 2, "local-p": 6}[attention]
-        self.run_layer_test(
-            lambda: LuongDecoder(
-                keras.layers.LSTMCell(H), ATTENTIONS[attention](), input_feeding=input_feeding
+        self.run_layer_bundle(
+            lambda dtype=None: LuongDecoder(
+                keras.layers.LSTMCell(H, dtype=dtype),
+                ATTENTIONS[attention](dtype=dtype),
+                input_feeding=input_feeding,
+                dtype=dtype,
             ),
             inputs_and_masks(seed=9)[:2],
+            tmp_path,
             expected_output_shape=(B, T, U),
             expected_num_trainable_weights=expected,
         )
@@ -294,3 +308,107 @@ def test_output_shapes_and_specs_match_the_call(cell, input_feeding):
     eager = model([inputs, memory])
     assert tuple(eager[0].shape) == (B, T, U) and tuple(eager[1].shape) == (B, T, S)
     assert_allclose(to_numpy(eager[1]).sum(-1) <= 1 + 1e-5, True)
+
+
+B, T, S, D = 3, 4, 7, 6
+
+
+LENGTHS = [7, 4, 1]
+
+
+def _sum_of_squares(outputs):
+    return keras.ops.sum(keras.ops.square(outputs))
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_decoder_nan_at_padded_target_steps_gives_clean_outputs_and_gradients(input_feeding):
+    inputs, memory = random((B, T, 3), 1), random((B, S, 4), 2)
+    inputs_mask = length_mask([4, 2, 1], T)
+    poisoned = np.where(inputs_mask[..., None], inputs, np.nan).astype("float32")
+    decoder = LuongDecoder(
+        keras.layers.LSTMCell(4),
+        GlobalAttention(attentional_units=4),
+        input_feeding=input_feeding,
+    )
+    kwargs = {"inputs_mask": inputs_mask, "memory_mask": length_mask(LENGTHS, S)}
+    outputs = to_numpy(decoder(poisoned, memory, **kwargs))
+    assert np.all(outputs[~inputs_mask] == 0)
+    assert_allclose(outputs, decoder(inputs, memory, **kwargs))
+    dirty = gradients(decoder, _sum_of_squares, [poisoned, memory], **kwargs)
+    clean = gradients(decoder, _sum_of_squares, [inputs, memory], **kwargs)
+    for got, expected in zip(dirty[0] + dirty[1], clean[0] + clean[1], strict=True):
+        assert np.all(np.isfinite(got))
+        assert_allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("rate_at", ["attention", "cell", "both"])
+def test_fit_with_dropout_inside_the_input_feeding_loop(rate_at):
+    """Attention dropout and the cell's dropout inside the decoding loop, under the backend's
+    default compilation (XLA on JAX): the random masks are drawn before the loop."""
+    rate = {"attention": (0.0, 0.5), "cell": (0.5, 0.0), "both": (0.5, 0.5)}[rate_at]
+    target, memory = keras.Input((T, 3)), keras.Input((S, 4))
+    decoder = LuongDecoder(
+        keras.layers.LSTMCell(4, dropout=rate[0], recurrent_dropout=rate[0]),
+        GlobalAttention(attentional_units=4, dropout=rate[1]),
+    )
+    model = keras.Model([target, memory], keras.layers.Dense(2)(decoder(target, memory)))
+    model.compile(optimizer="adam", loss="mse")
+    x = [random((8, T, 3), 1), random((8, S, 4), 2)]
+    y = random((8, T, 2), 3)
+    before = [to_numpy(w) for w in model.trainable_weights]
+    history = model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert all(
+        not np.allclose(b, to_numpy(w))
+        for b, w in zip(before, model.trainable_weights, strict=True)
+    )
+    # Dropout acts in training only.
+    inference = to_numpy(model(x, training=False))
+    assert_allclose(model(x, training=False), inference)
+    assert not np.allclose(to_numpy(model(x, training=True)), inference)
+
+
+def test_decoder_refuses_inputs_of_one_step():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    with pytest.raises(ValueError, match=r"Invalid inputs: expected a tensor of rank 3"):
+        decoder(random((B, D), 1), random((B, S, D), 2))
+
+
+def test_step_refuses_missing_states_and_unprepared_memory():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    value = random((B, S, D), 2)
+    decoder(random((B, T, D), 1), value)
+    memory = decoder.prepare(value)
+    h, c, attentional = decoder.get_initial_state(B)
+    with pytest.raises(ValueError, match="Invalid states: expected a list of 3 states"):
+        decoder.step(random((B, D), 3), [h, c], memory)  # h̃ left out
+    with pytest.raises(TypeError, match="Invalid memory: expected the prepared source"):
+        decoder.step(random((B, D), 3), [h, c, attentional], value)
+    with pytest.raises(ValueError, match=r"Invalid inputs: expected a tensor of rank 2"):
+        decoder.step(random((B, T, D), 3), [h, c, attentional], memory)
+
+
+def test_old_memory_mask_argument_warns_and_is_the_value_mask():
+    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
+    inputs, value, mask = random((B, T, D), 1), random((B, S, D), 2), length_mask(LENGTHS, S)
+    expected = decoder(inputs, value, value_mask=mask)
+    with pytest.warns(DeprecationWarning, match="value_mask"):
+        assert_allclose(decoder(inputs, value, memory_mask=mask), expected)
+    with pytest.raises(ValueError, match="both value_mask and memory_mask"):
+        decoder(inputs, value, value_mask=mask, memory_mask=mask)
+
+
+@PROPERTY
+@given(attention_cases(kinds=("global", "monotonic")), st.booleans())
+def test_step_decoding_equals_teacher_forcing(case, input_feeding):
+    inputs = case["query"]
+    batch, steps = inputs.shape[:2]
+    attention = make_layer({**case, "attentional": True})
+    cell = keras.layers.LSTMCell(case["value"].shape[-1])  # the dot score needs equal sizes
+    decoder = LuongDecoder(cell, attention, input_feeding=input_feeding)
+    forced = to_numpy(decoder(inputs, case["value"], value_mask=case["mask"]))
+    memory = decoder.prepare(case["value"], case["mask"])
+    states = decoder.get_initial_state(batch)
+    for t in range(steps):
+        output, states = decoder.step(inputs[:, t], states, memory, step=t)
+        assert_allclose(output, forced[:, t], atol=1e-5)

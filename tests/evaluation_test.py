@@ -1,6 +1,17 @@
+import collections
+import math
+
 import pytest
 
-from keras_luong.evaluation import edit_distance, phoneme_error_rate, word_error_rate
+from keras_luong.evaluation import (
+    bleu_signature,
+    corpus_bleu,
+    corpus_chrf,
+    edit_distance,
+    phoneme_error_rate,
+    word_error_rate,
+)
+from tests.corpora import ENGLISH, GERMAN
 
 
 @pytest.mark.parametrize(
@@ -51,3 +62,70 @@ def test_each_word_needs_a_list_of_references(references):
 def test_one_reference_list_per_hypothesis():
     with pytest.raises(ValueError, match="2 hypotheses and 1 reference lists"):
         phoneme_error_rate([["A"], ["B"]], [[["A"]]])
+
+
+def reference_bleu(hypotheses, references, order=4):
+    """BLEU by its definition: clipped n-gram precisions over the corpus, their geometric
+    mean, times the brevity penalty exp(1 - r / c) when c < r."""
+    matches, totals = [0] * order, [0] * order
+    hypothesis_length = reference_length = 0
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        h, r = hypothesis.split(), reference.split()
+        hypothesis_length += len(h)
+        reference_length += len(r)
+        for n in range(1, order + 1):
+            h_grams = collections.Counter(tuple(h[i : i + n]) for i in range(len(h) - n + 1))
+            r_grams = collections.Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))
+            matches[n - 1] += sum(min(c, r_grams[g]) for g, c in h_grams.items())
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    precision = math.exp(sum(math.log(m / t) for m, t in zip(matches, totals, strict=True)) / 4)
+    penalty = min(1.0, math.exp(1 - reference_length / hypothesis_length))
+    return 100 * penalty * precision
+
+
+def test_bleu_against_hand_counted_ngrams():
+    # One sentence: 5/6 unigrams, 3/5 bigrams, 2/4 trigrams, 1/3 4-grams, equal lengths.
+    expected = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
+    assert corpus_bleu(["the cat sat on the mat"], ["the cat sat on a mat"]) == pytest.approx(
+        expected
+    )
+    assert expected == pytest.approx(53.7284965911771)
+    # A corpus: counts are summed over sentences before the precisions, and the hypotheses
+    # (9 + 4 tokens) are shorter than the references (9 + 6): brevity penalty exp(1 - 15/13).
+    hypotheses = ["a man rides a bike down the street .", "two dogs play ."]
+    references = ["a man rides a bicycle down the street .", "two dogs play in snow ."]
+    # (matches, totals) by hand: "bike" misses 1 unigram, 2 bigrams, 3 trigrams and 4 4-grams
+    # of the first sentence; the second matches 4/4, 2/3, 1/2 and 0/1.
+    counts = {1: (8 + 4, 13), 2: (6 + 2, 11), 3: (4 + 1, 9), 4: (2 + 0, 7)}
+    by_hand = 100 * math.exp(1 - 15 / 13) * math.prod(m / t for m, t in counts.values()) ** 0.25
+    assert by_hand == pytest.approx(48.98737, abs=1e-5)
+    assert corpus_bleu(hypotheses, references) == pytest.approx(by_hand)
+    assert reference_bleu(hypotheses, references) == pytest.approx(by_hand)
+
+
+def test_bleu_properties_and_tokenization():
+    assert corpus_bleu(ENGLISH, ENGLISH) == pytest.approx(100)
+    assert corpus_bleu(["x y z w"], ["a b c d"]) == 0
+    # With several references a sentence's n-grams are clipped to the most in any one of them.
+    assert corpus_bleu(["the cat sat on the mat"], [["the cat sat on a mat", "on the mat"]]) > (
+        corpus_bleu(["the cat sat on the mat"], ["the cat sat on a mat"])
+    )
+    # tok:none splits on spaces only; 13a splits punctuation off raw text.
+    assert corpus_bleu(["a dog runs."], ["a dog runs ."]) < 100
+    assert corpus_bleu(["a dog runs."], ["a dog runs ."], tokenize="13a") == pytest.approx(100)
+    assert corpus_bleu(["A Dog runs ."], ["a dog runs ."], lowercase=True) == pytest.approx(100)
+    assert "tok:13a" in bleu_signature() and "tok:none" in bleu_signature("none")
+    with pytest.raises(ValueError, match="tokenize='moses'"):
+        corpus_bleu(["a"], ["a"], tokenize="moses")
+    with pytest.raises(ValueError, match="2 hypotheses and 1 references"):
+        corpus_bleu(["a", "b"], ["a"])
+
+
+def test_chrf_properties():
+    assert corpus_chrf(GERMAN, GERMAN) == pytest.approx(100)
+    assert corpus_chrf(["xyz"], ["abc"]) == 0
+    near, far = (
+        corpus_chrf(["ein hund rennt"], ["ein hund rennt ."]),
+        corpus_chrf(["ein mann"], ["ein hund rennt ."]),
+    )
+    assert 0 < far < near < 100

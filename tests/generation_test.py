@@ -8,8 +8,14 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq, samplers
+from keras_luong import (
+    BeamSearchSampler,
+    GreedySampler,
+    LuongSeq2Seq,
+    samplers,
+)
 from keras_luong.vocabulary import Vocabulary
+from tests.test_case import BACKEND
 
 V, L = 9, 5
 SOURCE = np.array([[3, 4, 5, 6], [7, 8, 0, 0], [5, 0, 0, 0], [6, 6, 3, 0], [4, 0, 0, 0]], "int32")
@@ -160,3 +166,51 @@ def test_nothing_is_silently_ignored(model, kwargs, message):
             model.generate(SOURCE, L, **kwargs)
     with pytest.raises(TypeError, match="positional"):
         model.generate(SOURCE, L, "beam")
+
+
+def small_model(**kwargs):
+    model = LuongSeq2Seq(7, 7, units=4, embedding_dim=3, **kwargs)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    return model
+
+
+SRC = np.array([[4, 5, 6, 0], [5, 0, 0, 0]])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: m.generate(SRC + 7, 3), r"Invalid inputs: token ids must be in \[0, 7\)"),
+        (lambda m: m.generate(SRC - 1, 3), r"Received: ids from -1 to 5"),
+        (lambda m: m.generate(SRC[0], 3), "expected token ids of rank 2"),
+        (lambda m: m.generate(SRC, -1), "max_length=-1"),
+        (lambda m: m.generate(SRC, 2.5), "max_length=2.5"),
+        (lambda m: m.generate(SRC, 2**40), r"from 1 to 65536. Received: max_length=1099511627776"),
+        (lambda m: m.generate(SRC, 3, sampler="beam", num_beams=0), "num_beams=0"),
+        (lambda m: m.generate(SRC, 3, sampler="nucleus"), "sampler"),
+        (lambda m: m.generate(SRC, 3, batch_size=0), "batch_size=0"),
+        (lambda m: m.translate(["ab"], None, None, 3), "vocabular"),
+    ],
+)
+def test_generate_refuses_bad_arguments(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(small_model())
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="exporting is tested in seq2seq_test.py")
+def test_export_generator_on_torch_says_what_to_do(tmp_path):
+    model = small_model()
+    with pytest.raises(NotImplementedError, match="load it with KERAS_BACKEND=tensorflow"):
+        model.export_generator(str(tmp_path / "exported"), 3)
+
+
+def test_stop_token_ids_one_id_or_ids_in_the_vocabulary():
+    model = small_model()
+    source = np.array([[3, 4, 0]], "int32")
+    np.testing.assert_array_equal(
+        model.generate(source, 4, stop_token_ids=2), model.generate(source, 4)
+    )
+    with pytest.raises(ValueError, match="target_vocabulary_size=7"):
+        model.generate(source, 4, stop_token_ids=(2, 7))
+    with pytest.raises(ValueError, match="stop_token_ids"):
+        model.generate(source, 4, stop_token_ids={2})

@@ -2,7 +2,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import GlobalAttention, LocalAttention
+from keras_luong import (
+    GlobalAttention,
+    LocalAttention,
+)
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
     TestCase,
@@ -296,19 +299,21 @@ def build_model(alignment="predictive"):
 class TestLocalAttentionLayer(TestCase):
     @pytest.mark.parametrize("alignment", ALIGNMENTS)
     @pytest.mark.parametrize("score_mode", SCORES)
-    def test_layer(self, alignment, score_mode):
+    def test_layer_bundle(self, alignment, score_mode, tmp_path):
         # The score's kernels (0, 1 or 3), the scale, W_c, and local-p's W_p and v_p.
         expected = {"dot": 0, "general": 1, "concat": 3}[score_mode] + 2
         expected += 2 if alignment == "predictive" else 0
-        self.run_layer_test(
-            lambda: LocalAttention(
+        self.run_layer_bundle(
+            lambda dtype=None: LocalAttention(
                 alignment=alignment,
                 window=2,
                 score_mode=score_mode,
                 use_scale=True,
                 attentional_units=5,
+                dtype=dtype,
             ),
             [random((B, T, D), seed=21), random((B, S, D), seed=22)],
+            tmp_path,
             expected_output_shape=(B, T, 5),
             expected_num_trainable_weights=expected,
         )
@@ -321,11 +326,6 @@ class TestLocalAttentionLayer(TestCase):
             seed=3,
         )  # fmt: skip
         self.run_serialization_test(layer, [random((B, T, D), seed=23), random((B, S, D), seed=24)])
-
-    @pytest.mark.parametrize("alignment", ALIGNMENTS)
-    def test_keras_file_round_trip(self, alignment, tmp_path):
-        inputs = [random((B, T, D), seed=25), random((B, S, D), seed=26)]
-        self.run_saving_test(build_model(alignment), inputs, tmp_path)
 
     def test_keras_file_loads_on_the_other_backends(self, tmp_path):
         inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
@@ -367,3 +367,48 @@ def test_fit_lowers_the_loss(alignment):
     tgt = rng.integers(1, vocab, (8, T)).astype("int32")
     before, after = fit_lowers_loss(model, [src, tgt], tgt, steps=3, learning_rate=0.5)
     assert np.isfinite(after) and after < before - 1e-3
+
+
+LENGTHS = [7, 4, 1]
+
+
+@pytest.mark.parametrize("alignment", ["monotonic", "predictive"])
+def test_local_attention_aligns_left_padding_like_right_padding(alignment):
+    """`keras.utils.pad_sequences` pads on the left by default: each source's valid states are
+    shifted right by `S - S_i`, and so are its weights and positions."""
+    query, value = random((B, T, D), 1), random((B, S, D), 2)
+    right_mask = length_mask(LENGTHS, S)
+    left_value, left_mask = np.zeros_like(value), np.zeros_like(right_mask)
+    for i, n in enumerate(LENGTHS):
+        left_value[i, S - n :], left_mask[i, S - n :] = value[i, :n], True
+    layer = LocalAttention(alignment, window=2, score_mode="dot")
+    kwargs = {"return_attention_scores": True, "return_positions": True}
+    right = [to_numpy(x) for x in layer(query, value, value_mask=right_mask, **kwargs)]
+    left = [to_numpy(x) for x in layer(query, left_value, value_mask=left_mask, **kwargs)]
+    assert_allclose(left[0], right[0])
+    for i, n in enumerate(LENGTHS):
+        assert_allclose(left[1][i, :, S - n :], right[1][i, :, :n])
+        assert np.all(left[1][i, :, : S - n] == 0)
+        assert_allclose(left[2][i], right[2][i] + (S - n))
+    assert np.any(left[1] > 0.1)  # the valid positions do get weight
+
+
+def test_local_attention_of_an_empty_source_is_a_zero_context():
+    query = random((B, T, D), 1)
+    layer = LocalAttention("predictive", window=2, score_mode="dot", attentional_units=5)
+    empty = np.zeros((B, 0, D), "float32")
+    output, weights = layer(query, empty, return_attention_scores=True)
+    # A source with every position masked gives the same zero context.
+    masked = layer(query, random((B, S, D), 2), value_mask=np.zeros((B, S), bool))
+    assert_allclose(output, masked)
+    assert tuple(weights.shape) == (B, T, 0)
+    kernel = to_numpy(layer.attentional_kernel)
+    assert_allclose(output, np.tanh(query @ kernel[D:]), atol=1e-6)
+
+
+def test_local_m_refuses_a_negative_step():
+    layer = LocalAttention(alignment="monotonic", window=2)
+    with pytest.raises(ValueError, match="step=-3"):
+        layer(random((B, D), 1), random((B, S, D), 2), step=-3)
+    with pytest.raises(ValueError, match="step=1.5"):
+        layer(random((B, D), 1), random((B, S, D), 2), step=1.5)

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import BeamSearchSampler, LuongDecoder, LuongSeq2Seq, MonotonicAttention
+from keras_luong import (
+    BeamSearchSampler,
+    LuongDecoder,
+    LuongSeq2Seq,
+    MonotonicAttention,
+)
 from keras_luong.monotonic_attention import monotonic_alignment
 from tests.test_case import TestCase, fit_lowers_loss, gradients, save_and_load
 
@@ -312,3 +317,12 @@ class TestMonotonicAttentionLayer(TestCase):
             tmp_path,
             expected_output_shape=(B, T, D),
         )
+
+
+def test_a_mode_set_after_construction_is_checked_where_it_is_used():
+    layer = MonotonicAttention(mode="parallel")
+    query, value = random((B, T, D), 40), random((B, S, D), 41)
+    layer(query, value)
+    layer.mode = "Hard"
+    with pytest.raises(ValueError, match="Received: mode='Hard'"):
+        layer(query, value, training=True)

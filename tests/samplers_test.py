@@ -1,5 +1,3 @@
-import itertools
-
 import keras
 import numpy as np
 import pytest
@@ -7,67 +5,7 @@ from keras import ops
 
 from keras_luong import BeamSearchSampler, GreedySampler
 from keras_luong.samplers import pad_after_end
-
-# A hand-made next-token model over 6 ids: 0 padding and 1 start (never generated), 2 the end,
-# 3..5 words. Its logits depend on the step, the previous token and, through the cache, on the
-# sum of all earlier tokens, so a sampler that reorders its cache wrongly gets other scores.
-VOCABULARY, END, STEPS = 6, 2, 3
-RNG = np.random.default_rng(18)  # one where the length penalty changes the winner
-TABLE = RNG.normal(0, 1.5, (STEPS + 1, VOCABULARY, VOCABULARY)).astype("float32")
-TABLE[..., :2] = -1e9
-SUM_WEIGHT = RNG.normal(0, 0.5, VOCABULARY).astype("float32")
-SUM_WEIGHT[:2] = 0
-WORDS = (END, 3, 4, 5)
-
-
-def next_fn(prompt, cache, index):
-    (running_sum,) = cache
-    previous = ops.take(prompt, index - 1, axis=1)
-    step_table = ops.take(ops.convert_to_tensor(TABLE), index - 1, axis=0)
-    logits = ops.take(step_table, previous, axis=0)
-    logits = logits + running_sum[:, None] * ops.convert_to_tensor(SUM_WEIGHT)[None]
-    return logits, None, (running_sum + ops.cast(previous, "float32"),)
-
-
-def prompts(batch):
-    """A start token then `STEPS` positions to fill, for `batch` examples whose first
-    tokens differ (so that the examples' beams must not mix)."""
-    prompt = np.zeros((batch, STEPS + 2), "int32")
-    prompt[:, 0] = 1
-    prompt[:, 1] = np.arange(batch) % 3 + 3
-    return prompt
-
-
-def run(sampler, batch=2):
-    prompt = prompts(batch)
-    cache = (ops.zeros((batch,), "float32"),)
-    return sampler(next_fn, prompt, cache=cache, index=2, stop_token_ids=(END,))
-
-
-def brute_force(first_token, length_penalty=0.0, min_length=0):
-    """Every hypothesis after `[1, first_token]` with its score, best first, in float64."""
-    hypotheses = []
-    for length in range(1, STEPS + 1):
-        for words in itertools.product(WORDS, repeat=length):
-            ended = END in words
-            if ended and words.index(END) != length - 1:
-                continue  # nothing follows the end token
-            if not ended and length < STEPS:
-                continue  # an unfinished hypothesis runs to the maximum length
-            if ended and length - 1 < min_length:
-                continue
-            # As next_fn: step s reads TABLE[s + 1, previous] and the sum of the tokens
-            # before `previous`; an end token banned by min_length is excluded above.
-            log_prob, previous, running = 0.0, first_token, 0.0
-            for step, token in enumerate(words):
-                logits = (TABLE[step + 1, previous] + running * SUM_WEIGHT).astype("float64")
-                log_probs = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
-                log_prob += log_probs[token]
-                running += previous
-                previous = token
-            score = log_prob / ((5 + length) / 6) ** length_penalty
-            hypotheses.append((score, list(words) + [0] * (STEPS - length)))
-    return sorted(hypotheses, key=lambda h: -h[0])
+from tests.sampler_models import END, STEPS, SUM_WEIGHT, TABLE, brute_force, prompts, run
 
 
 @pytest.mark.parametrize(
@@ -192,3 +130,13 @@ def test_top_k_indices_match_a_stable_sort(size, k):
     x[2, -1] = 10.0  # the best entry in the last (padded) block
     got = ops.convert_to_numpy(_top_k_indices(ops.convert_to_tensor(x), k))
     np.testing.assert_array_equal(got, np.argsort(-x, axis=1, kind="stable")[:, :k])
+
+
+def test_samplers_configs_keep_the_new_options():
+    sampler = BeamSearchSampler(3, coverage_penalty=0.2, no_repeat_ngram_size=3)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(sampler))
+    assert (restored.coverage_penalty, restored.no_repeat_ngram_size) == (0.2, 3)
+    greedy = GreedySampler.from_config(GreedySampler(no_repeat_ngram_size=2).get_config())
+    assert greedy.no_repeat_ngram_size == 2
+    with pytest.raises(ValueError, match="no_repeat_ngram_size=-1"):
+        GreedySampler(no_repeat_ngram_size=-1)

@@ -7,10 +7,22 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, LuongSeq2Seq, samplers
+from keras_luong import (
+    BeamSearchSampler,
+    LuongSeq2Seq,
+    samplers,
+)
 from keras_luong.datasets import dates
 from keras_luong.generation import Seq2SeqGenerator
-from tests.test_case import BACKEND, TestCase, assert_allclose, fit_lowers_loss, save_and_load
+from keras_luong.vocabulary import Vocabulary
+from tests.test_case import (
+    BACKEND,
+    TestCase,
+    assert_allclose,
+    fit_lowers_loss,
+    save_and_load,
+    to_numpy,
+)
 
 TEST_DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -406,3 +418,203 @@ def test_summary_shows_every_part_with_its_shape():
     # The one Dropout layer serves the embeddings and h̃ (two shapes): it alone shows none.
     unknown = [row for row in rows if "?" in row]
     assert len(unknown) == 1 and "(Dropout)" in unknown[0], "\n".join(rows)
+
+
+def small_model(**kwargs):
+    model = LuongSeq2Seq(7, 7, units=4, embedding_dim=3, **kwargs)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    return model
+
+
+SRC = np.array([[4, 5, 6, 0], [5, 0, 0, 0]])
+
+
+TGT_IN = np.array([[1, 4, 5], [1, 6, 0]])
+
+
+TGT_OUT = np.array([[4, 5, 2], [6, 2, 0]])
+
+
+@pytest.mark.parametrize(
+    "source, target_in, target_out, message",
+    [
+        (SRC + 7, TGT_IN, TGT_OUT, r"Invalid source: token ids must be in \[0, 7\)"),
+        (SRC - 1, TGT_IN, TGT_OUT, r"Received: ids from -1 to 5"),
+        (SRC, TGT_IN * 3, TGT_OUT, r"Invalid target_in: .* ids from 0 to 18"),
+        (SRC, TGT_IN, TGT_OUT + 5, r"Invalid y: token ids must be in \[0, 7\)"),
+        (SRC + 0.5, TGT_IN, TGT_OUT, r"Invalid source: expected integer token ids"),
+        (SRC[0], TGT_IN, TGT_OUT, r"expected token ids of rank 2"),
+    ],
+)
+def test_fit_refuses_bad_token_ids(source, target_in, target_out, message):
+    model = small_model()
+    with pytest.raises(ValueError, match=message):
+        model.fit((source, target_in), target_out, verbose=0)
+    with pytest.raises(ValueError, match=message):
+        model.evaluate((source, target_in), target_out, verbose=0)
+    if "Invalid y" not in message:
+        with pytest.raises(ValueError, match=message):
+            model.predict((source, target_in), verbose=0)
+    # A dict of inputs is checked alike.
+    with pytest.raises(ValueError, match=message):
+        model.fit({"source": source, "target_in": target_in}, target_out, verbose=0)
+
+
+def test_translate_checks_texts_and_vocabularies():
+    vocabulary = Vocabulary.from_corpus(["abc"])  # 4 reserved ids + 3 letters = 7
+    model = small_model()
+    with pytest.raises(ValueError, match="Expected a list of strings"):
+        model.translate("abc", vocabulary, vocabulary, 3)
+    small = Vocabulary.from_corpus(["ab"])
+    with pytest.raises(ValueError, match="target vocabulary does not match the model"):
+        model.translate(["abc"], vocabulary, small, 3)
+    # An empty text is an empty source: a row of padding, decoded like any other.
+    [empty] = model.translate([""], vocabulary, vocabulary, 3)
+    expected = model.generate(np.zeros((1, 1), "int32"), 3)[0]
+    assert empty == vocabulary.decode(expected)
+    # Unseen symbols are the OOV id, not an error.
+    assert list(vocabulary.encode("axz")) == [4, Vocabulary.OOV, Vocabulary.OOV]
+
+
+def test_direct_calls_check_token_ids_and_compiled_calls_map_them_to_the_unknown_id():
+    """`model(x)` with concrete ids checks them on every backend. Inside a compiled function
+    (`predict_on_batch`, compiled on JAX and TensorFlow) their values are not known: an id
+    outside the vocabulary reads as the unknown id, 3, never as NaN."""
+    model = small_model()
+    for source, target_in, name in (
+        (SRC + 7, TGT_IN, "source"),
+        (SRC - 1, TGT_IN, "source"),
+        (SRC, TGT_IN + 7, "target_in"),
+    ):
+        with pytest.raises(ValueError, match=f"Invalid {name}: token ids must be in"):
+            model((source, target_in))
+    bad_source = np.where(SRC > 0, SRC + 7, 0)  # every real id out of range
+    if BACKEND == "torch":  # torch's predict runs eagerly: the ids are seen and checked
+        with pytest.raises(ValueError, match="Invalid source"):
+            model.predict_on_batch((bad_source, TGT_IN))
+        return
+    got = model.predict_on_batch((bad_source, TGT_IN))
+    unknown = np.where(SRC > 0, 3, 0)
+    assert np.all(np.isfinite(got))
+    assert_allclose(got, model.predict_on_batch((unknown, TGT_IN)), atol=1e-6)
+    assert not np.allclose(got, to_numpy(model((SRC, TGT_IN))), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"decoder_layers": 0}, "decoder_layers=0"),
+        ({"units": 0}, "units=0"),
+        ({"embedding_dim": 2.5}, "embedding_dim=2.5"),
+        ({"end_token": 7}, r"end_token=7"),
+        ({"start_token": 0}, r"start_token=0"),
+    ],
+)
+def test_model_constructor_refuses_bad_sizes(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LuongSeq2Seq(7, 7, **{"units": 4, **kwargs})
+
+
+def test_model_with_attention_dropout_trains_compiled():
+    """`attention_dropout` inside the model's input-feeding loop, compiled with XLA on JAX and
+    TensorFlow (torch's trainer runs eagerly)."""
+    model = LuongSeq2Seq(7, 7, units=4, embedding_dim=3, attention_dropout=0.5, dropout=0.2)
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(True),
+        jit_compile=BACKEND != "torch",
+    )
+    history = model.fit((SRC, TGT_IN), TGT_OUT, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert model.attention_dropout == model.decoder.attention.dropout == 0.5
+
+
+def test_truncated_keras_file_is_refused(tmp_path):
+    model = small_model()
+    model((SRC, TGT_IN))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="zip"):
+        keras.saving.load_model(path)
+
+
+_LOADED = dates.load_data(40, seed=5)
+X = (_LOADED["train"]["source"], _LOADED["train"]["target_in"])  # two batches of 16
+Y = _LOADED["train"]["target_out"]
+
+
+def _dates_model(seed, **kwargs):
+    keras.utils.set_random_seed(seed)
+    model = LuongSeq2Seq(
+        len(_LOADED["source_vocabulary"]),
+        len(dates.TARGET_VOCABULARY),
+        units=8,
+        embedding_dim=4,
+        **kwargs,
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        # JAX compiles as always; TensorFlow with XLA too; torch's trainer stays eager.
+        jit_compile=BACKEND != "torch",
+    )
+    return model
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise RuntimeError("interrupted")
+
+
+def test_two_seeded_runs_with_dropout_give_identical_losses():
+    """With `keras.utils.set_random_seed`, attention dropout, embedding dropout and shuffling
+    repeat exactly: the same losses, bit for bit, and the same weights."""
+    runs = []
+    for _ in range(2):
+        model = _dates_model(11, attention_dropout=0.3, dropout=0.2)
+        history = model.fit(X, Y, batch_size=16, epochs=2, shuffle=True, verbose=0)
+        runs.append((history.history["loss"], [to_numpy(w) for w in model.weights]))
+    (losses, weights), (again, weights_again) = runs
+    assert losses == again
+    for a, b in zip(weights, weights_again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # A different seed gives a different run (so the equality above is not vacuous).
+    other = _dates_model(12, attention_dropout=0.3, dropout=0.2)
+    assert other.fit(X, Y, batch_size=16, epochs=2, verbose=0).history["loss"] != losses
+
+
+def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
+    """Training interrupted after epoch 2 of 4 and resumed with `BackupAndRestore` ends with
+    the weights of the uninterrupted run (to 1e-6; the batches come in order, no dropout)."""
+    fit = {"batch_size": 16, "epochs": 4, "shuffle": False, "verbose": 0}
+    uninterrupted = _dates_model(3)
+    uninterrupted.fit(X, Y, **fit)
+
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+    interrupted = _dates_model(3)
+    # BackupAndRestore wants a built model (Keras raises a clear ValueError on TensorFlow).
+    interrupted((X[0][:1], X[1][:1]))
+    try:
+        interrupted.fit(X, Y, callbacks=[backup, _Interrupt(1)], **fit)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the run was not interrupted")
+    halfway = [to_numpy(w) for w in interrupted.weights]
+    resumed = _dates_model(4)  # another initialisation: the backup must replace it
+    resumed((X[0][:1], X[1][:1]))
+    history = resumed.fit(X, Y, callbacks=[backup], **fit)
+    assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
+    for got, expected in zip(resumed.weights, uninterrupted.weights, strict=True):
+        np.testing.assert_allclose(to_numpy(got), to_numpy(expected), atol=1e-6, rtol=1e-6)
+    # The run really was cut short: halfway weights differ from the final ones.
+    assert any(
+        not np.allclose(h, to_numpy(w)) for h, w in zip(halfway, uninterrupted.weights, strict=True)
+    )

@@ -157,7 +157,13 @@ class TestCase:
     `run_*` methods from test methods; `run_layer_bundle` runs them all for one layer."""
 
     def run_layer_bundle(
-        self, layer_fn, inputs, tmp_path, call_kwargs=None, expected_output_shape=None
+        self,
+        layer_fn,
+        inputs,
+        tmp_path,
+        call_kwargs=None,
+        expected_output_shape=None,
+        expected_num_trainable_weights=None,
     ):
         """Every check a layer gets, in one call (keras-hub's `run_layer_test` in spirit):
         `layer_fn(dtype=None)` makes a fresh layer (`dtype` a policy name). The symbolic
@@ -170,7 +176,11 @@ class TestCase:
         call_kwargs = call_kwargs or {}
         inputs = [np.asarray(x) for x in inputs]
         self.run_layer_test(
-            layer_fn, inputs, call_kwargs, expected_output_shape=expected_output_shape
+            layer_fn,
+            inputs,
+            call_kwargs,
+            expected_output_shape=expected_output_shape,
+            expected_num_trainable_weights=expected_num_trainable_weights,
         )
         layer = layer_fn()
         symbolic_inputs = [keras.Input(x.shape[1:], dtype=str(x.dtype)) for x in inputs]

@@ -1,0 +1,139 @@
+"""Length-bucketed batches (keras_luong.batching): every pair kept once, less padding, filler rows
+that weigh nothing in `fit`, and bad arguments refused."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from keras_luong.batching import BucketedBatches
+from keras_luong.vocabulary import Vocabulary
+from tests.corpora import tiny_model
+
+
+def random_pairs(count, seed=0, longest=30):
+    """Pairs of random ids whose lengths follow each other, as translations' do."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, longest, count)
+    sources = [rng.integers(4, 50, n).tolist() for n in lengths]
+    targets = [rng.integers(4, 50, max(1, n + rng.integers(-2, 3))).tolist() for n in lengths]
+    return sources, targets
+
+
+def unpack(batches):
+    """Every real pair of an epoch, as `(source, target)` tuples read back from the batches
+    (the start and end ids removed), and the batch shapes."""
+    pairs, shapes = [], []
+    for index in range(len(batches)):
+        (source, target_in), target_out = batches[index]
+        shapes.append(source.shape)
+        assert source.shape == target_in.shape == target_out.shape
+        for s, t_in, t_out in zip(source, target_in, target_out, strict=True):
+            if not t_out.any():
+                assert not s.any() and not t_in.any()  # a filler row: padding only
+                continue
+            target = t_out[: np.argmax(t_out == 2)]
+            np.testing.assert_array_equal(t_in[1 : len(target) + 1], target)
+            assert t_in[0] == 1
+            pairs.append((tuple(s[s != 0]), tuple(target)))
+    return pairs, shapes
+
+
+def test_bucketing_keeps_every_pair_once_with_its_ids():
+    sources, targets = random_pairs(500)
+    batches = BucketedBatches(sources, targets, tokens_per_batch=256, bucket_width=8, seed=3)
+    expected = collections.Counter(zip(map(tuple, sources), map(tuple, targets), strict=True))
+    orders = []
+    for _ in range(3):  # three epochs: the same pairs, in a new order each time
+        pairs, shapes = unpack(batches)
+        assert collections.Counter(pairs) == expected
+        for rows, length in shapes:
+            assert length % 8 == 0 and rows * length <= 256
+        orders.append(pairs)
+        batches.on_epoch_end()
+    assert orders[0] != orders[1] != orders[2]
+    # One shape per bucket: a compiled train step is traced once per bucket.
+    assert len(set(shapes)) == len(batches.buckets)
+    # Every pair sits in the bucket of its longer side (the target with its end id).
+    for length, _, indices in batches.buckets:
+        for i in indices:
+            longer = max(len(sources[i]), len(targets[i]) + 1)
+            assert length - 8 < longer <= length
+
+
+def test_bucketing_reduces_padding_against_one_padded_array():
+    sources, targets = random_pairs(400)
+    bucketed = BucketedBatches(sources, targets, tokens_per_batch=512, bucket_width=4)
+    longest = max(max(len(s), len(t) + 1) for s, t in zip(sources, targets, strict=True))
+    flat = BucketedBatches(sources, targets, 16 * longest, bucket_width=longest, shuffle=False)
+    real = sum(len(t) + 1 for t in targets)
+    assert flat.padding_share() == pytest.approx(1 - real / (len(flat) * 16 * longest))
+    assert flat.padding_share() > 0.4 and bucketed.padding_share() < 0.2
+    assert bucketed.target_tokens() == flat.target_tokens() == real
+    pairs, _ = unpack(flat)  # unshuffled: the corpus order
+    assert pairs == list(zip(map(tuple, sources), map(tuple, targets), strict=True))
+
+
+@pytest.mark.parametrize(
+    "sources, targets, kwargs, message",
+    [
+        ([[4]] * 3, [[4]] * 2, {}, "3 source_ids and 2 target_ids"),
+        ([[4]], [[4]], {"tokens_per_batch": 0}, "tokens_per_batch=0"),
+        ([], [], {}, "no pairs"),
+        ([[4.5, 5]], [[4]], {}, r"integer token ids. Received: source_ids\[0\]=\[4.5, 5"),
+        ([[4], [5, -1]], [[4], [4]], {}, r"source_ids\[1\] holds a negative id"),
+        ([[4]], np.array([[4, 5, 0]]), {}, r"target_ids\[0\] holds the padding id 0"),
+        ([[4]], [[[4, 5]]], {}, r"target_ids\[0\] of shape \(1, 2\)"),
+        ([[4]], [4], {}, r"target_ids\[0\] of shape \(\)"),
+        ("abc", [[4]] * 3, {}, "Expected a list of sentences"),
+        ([[4]], [[4]], {"end_token": 0}, "end_token=0"),
+        ([[4]], [[4]], {"start_token": 0}, "start_token=0"),
+        ([[4]], [[4]], {"seed": -1}, "seed=-1"),
+        ([[4]], [[4]], {"seed": 1.5}, "seed=1.5"),
+    ],
+)
+def test_bucketing_refuses_bad_arguments(sources, targets, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BucketedBatches(sources, targets, **kwargs)
+
+
+def test_bucketing_takes_integral_floats_and_no_seed():
+    """Integral float ids are the same ids; `seed=None` shuffles afresh and keeps every pair."""
+    sources, targets = random_pairs(30, longest=9)
+    as_floats = BucketedBatches(
+        [np.asarray(s, "float64") for s in sources], targets, 64, shuffle=False
+    )
+    as_ints = BucketedBatches(sources, targets, 64, shuffle=False)
+    for a, b in zip(as_floats, as_ints, strict=True):
+        for x, y in zip(a[0] + (a[1],), b[0] + (b[1],), strict=True):
+            np.testing.assert_array_equal(x, y)
+    unseeded = BucketedBatches(sources, targets, 64, seed=None)
+    assert sorted(unpack(unseeded)[0]) == sorted(unpack(as_ints)[0])
+
+
+def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing():
+    sources, targets = random_pairs(40, longest=9)
+    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=4,
+                              shuffle=False)  # fmt: skip
+    words = Vocabulary([str(i) for i in range(46)])  # ids 0 to 49
+    model, twin = tiny_model(words), tiny_model(words)
+    (source, target_in), target_out = batches[0]
+    for m in (model, twin):
+        m.test_on_batch((source[:1], target_in[:1]), target_out[:1])  # builds the optimizer too
+    twin.set_weights(model.get_weights())
+    model.fit(batches, epochs=1, verbose=0, shuffle=False)
+    for index in range(len(batches)):
+        twin.train_on_batch(*batches[index])
+    for a, b in zip(model.get_weights(), twin.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # The loss of a batch with filler rows (as the last batch of a bucket may have) equals
+    # the loss of its real rows alone.
+    (source, target_in), target_out = batches[0]
+    filler = np.zeros((2, source.shape[1]), "int32")
+    with_fillers = model.test_on_batch(
+        (np.concatenate([source, filler]), np.concatenate([target_in, filler])),
+        np.concatenate([target_out, filler]),
+    )
+    without = model.test_on_batch((source, target_in), target_out)
+    assert np.isfinite(with_fillers)
+    np.testing.assert_allclose(with_fillers, without, rtol=1e-5)
