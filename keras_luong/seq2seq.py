@@ -2,10 +2,12 @@ import keras
 from keras import ops
 
 from keras_luong import generation
+from keras_luong import scheduled_sampling as scheduled
 from keras_luong.alignments import ALIGNMENTS, make_attention
 from keras_luong.checks import (
     TokenIdChecks,
     check_integer,
+    check_number,
     check_one_of,
     check_rate,
     check_token_ids,
@@ -52,6 +54,15 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         attention_dropout: Dropout on the attention weights during training. Defaults to 0.
         start_token: The id that starts every target. Defaults to 1.
         end_token: The id that ends every target. Defaults to 2.
+        scheduled_sampling: `None` (teacher forcing: every step's input is the gold token),
+            or `"argmax"` / `"sample"`: in training, each step's input is, with probability
+            `sampling_probability`, the model's own prediction at the step before (its
+            argmax, or a sample from its softmax) instead of the gold token (Bengio et al.,
+            2015; `keras_luong.scheduled_sampling.ScheduledSampling` raises the probability
+            over training). Training then runs the decoder one step at a time. Defaults to
+            `None`.
+        sampling_probability: The starting probability of feeding the model's prediction;
+            kept in a variable that `ScheduledSampling` sets. Defaults to 0.
         **kwargs: Base model keyword arguments.
 
     Example:
@@ -96,9 +107,19 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         attention_dropout=0.0,
         start_token=1,
         end_token=2,
+        scheduled_sampling=None,
+        sampling_probability=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if scheduled_sampling is not None:
+            check_one_of("scheduled_sampling", scheduled_sampling, scheduled.MODES)
+        sampling_probability = check_number("sampling_probability", sampling_probability, 0.0)
+        if sampling_probability > 1:
+            raise ValueError(
+                "Invalid value for argument sampling_probability. Expected a probability in "
+                f"[0, 1]. Received: sampling_probability={sampling_probability!r}"
+            )
         for name, value in (
             ("source_vocabulary_size", source_vocabulary_size),
             ("target_vocabulary_size", target_vocabulary_size),
@@ -137,6 +158,18 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         self.attention_dropout = attention_dropout
         self.start_token = start_token
         self.end_token = end_token
+        self.scheduled_sampling = scheduled_sampling
+        if scheduled_sampling is not None:
+            self.sampling_probability = self.add_weight(
+                shape=(),
+                initializer=keras.initializers.Constant(sampling_probability),
+                trainable=False,
+                dtype="float32",
+                name="sampling_probability",
+            )
+            self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
+        else:
+            self.sampling_probability = sampling_probability
         # The compiled generators, one per decoding setting (see `generator`).
         self.generators = generation.GeneratorCache()
         dtype = self.dtype_policy
@@ -210,6 +243,8 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
             check_token_ids("source", source, self.source_vocabulary_size, rank=2)
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
         target_in = known_ids(target_in, self.target_vocabulary_size)
+        if training and self.scheduled_sampling and not return_attention_scores:
+            return scheduled.scheduled_logits(self, source, target_in, training)
         value, value_mask, states = self.encode(source, training=training)
         target_mask = ops.not_equal(target_in, 0)
         embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
@@ -253,6 +288,10 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
     def get_config(self):
         config = super().get_config()
         config.update({name: getattr(self, name) for name in _CONFIG})
+        probability = self.sampling_probability
+        if not isinstance(probability, float):  # the variable ScheduledSampling sets
+            probability = float(ops.convert_to_numpy(probability))
+        config["sampling_probability"] = probability
         return config
 
 
@@ -273,6 +312,7 @@ _CONFIG = (
     "attention_dropout",
     "start_token",
     "end_token",
+    "scheduled_sampling",
 )
 
 
