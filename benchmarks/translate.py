@@ -291,7 +291,7 @@ def main(argv=None):
 
     class NativeBleu(BleuCallback):
         def score(self):
-            return corpus_bleu(translate(self.sources), self.references)
+            return corpus_bleu(translate(self.sources), self.references, return_details=True)
 
     clock = TrainingClock(args.minutes)
     bleu_class = NativeBleu if args.model == "keras-native" else BleuCallback

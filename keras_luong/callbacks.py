@@ -11,7 +11,9 @@ from keras_luong.evaluation import corpus_bleu
 class BleuCallback(keras.callbacks.Callback):
     """Translates held-out sentences every `frequency` epochs and logs their corpus BLEU.
 
-    The score goes into the epoch's `logs` under `name` (`"val_bleu"` by default), where
+    The score goes into the epoch's `logs` under `name` (`"val_bleu"` by default), and the
+    length ratio of the output's words to the references' under `name + "_length_ratio"` (a
+    ratio well above 1: the decoder runs on; below 1: it stops early), where
     `History`, `ModelCheckpoint(monitor="val_bleu", mode="max")`, `EarlyStopping` and
     `ReduceLROnPlateau` read it: put this callback before them in the list. It is only
     logged on the epochs it is computed, as Keras' own validation metrics with
@@ -98,7 +100,8 @@ class BleuCallback(keras.callbacks.Callback):
         self.last_epoch = self.params.get("epochs") if self.params else None
 
     def score(self):
-        """Translates the sources with the model and returns their corpus BLEU."""
+        """Translates the sources with the model and returns their corpus BLEU, a `BleuScore`
+        (the score with its brevity penalty and length ratio)."""
         hypotheses = self.model.translate(
             self.sources,
             self.source_vocabulary,
@@ -107,7 +110,7 @@ class BleuCallback(keras.callbacks.Callback):
             sampler=self.sampler,
             batch_size=self.batch_size,
         )
-        return corpus_bleu(hypotheses, self.references, tokenize=self.tokenize)
+        return corpus_bleu(hypotheses, self.references, tokenize=self.tokenize, return_details=True)
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.frequency and epoch + 1 != self.last_epoch:
@@ -115,11 +118,13 @@ class BleuCallback(keras.callbacks.Callback):
         started = time.perf_counter()
         bleu = self.score()
         if logs is not None:
-            logs[self.name] = bleu
+            logs[self.name] = bleu.score
+            logs[f"{self.name}_length_ratio"] = bleu.length_ratio
         if self.verbose:
             seconds = time.perf_counter() - started
             print(
-                f"Epoch {epoch + 1}: {self.name} {bleu:.2f} "
-                f"({len(self.sources)} sentences, {seconds:.1f} s)",
+                f"Epoch {epoch + 1}: {self.name} {bleu.score:.2f} (length ratio "
+                f"{bleu.length_ratio:.3f}, brevity penalty {bleu.brevity_penalty:.3f}; "
+                f"{len(self.sources)} sentences, {seconds:.1f} s)",
                 flush=True,
             )

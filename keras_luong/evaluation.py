@@ -1,6 +1,8 @@
 """Scores of generated sequences: error rates against several references (as the G2P papers count
 them), and BLEU and chrF for translation (through sacreBLEU)."""
 
+import collections
+
 import numpy as np
 
 from keras_luong.checks import check_texts
@@ -62,7 +64,19 @@ def _check(hypotheses, references):
             )
 
 
-def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False):
+BleuScore = collections.namedtuple(
+    "BleuScore",
+    ["score", "brevity_penalty", "length_ratio", "hypothesis_length", "reference_length",
+     "precisions"],
+)  # fmt: skip
+BleuScore.__doc__ = """`corpus_bleu(..., return_details=True)`: the BLEU score in percent,
+sacreBLEU's brevity penalty (`exp(1 - r / h)` when the output is shorter than the references,
+else 1), the length ratio `h / r` of the output's words to the references', both lengths, and
+the four n-gram precisions in percent. A ratio well above 1 flags a decoder that runs on; well
+below 1, one that stops early (and pays the brevity penalty)."""
+
+
+def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False, return_details=False):
     """Corpus BLEU (Papineni et al. 2002) in percent, by sacreBLEU.
 
     `tokenize="none"` scores the text as it is, split on spaces: on text already tokenized,
@@ -75,18 +89,29 @@ def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False):
         references: One reference string per sentence, or a list of references per sentence.
         tokenize: A sacreBLEU tokenizer name: `"none"`, `"13a"`, `"intl"`, ...
         lowercase: Lowercase both sides first.
+        return_details: Return a `BleuScore` (the score with its brevity penalty, length
+            ratio, lengths and n-gram precisions) instead of the score alone.
 
     Example:
 
     >>> corpus_bleu(["the cat sat on the mat"], ["the cat sat on a mat"])  # doctest: +ELLIPSIS
     53.7...
+    >>> details = corpus_bleu(["the cat sat"], ["the cat sat on a mat"], return_details=True)
+    >>> round(details.length_ratio, 2), round(details.brevity_penalty, 3)  # exp(1 - 6/3)
+    (0.5, 0.368)
     """
-    return (
-        _bleu(tokenize, lowercase)
-        .corpus_score(
-            _strings("hypotheses", hypotheses), _reference_streams(hypotheses, references)
-        )
-        .score
+    result = _bleu(tokenize, lowercase).corpus_score(
+        _strings("hypotheses", hypotheses), _reference_streams(hypotheses, references)
+    )
+    if not return_details:
+        return result.score
+    return BleuScore(
+        result.score,
+        result.bp,
+        result.sys_len / max(result.ref_len, 1),
+        result.sys_len,
+        result.ref_len,
+        list(result.precisions),
     )
 
 

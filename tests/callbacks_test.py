@@ -29,8 +29,13 @@ def test_bleu_callback_logs_for_checkpoints(tmp_path):
         )
     # Scored on epochs 2 and 3 (the last), as validation_freq logs.
     assert len(history.history["val_bleu"]) == 2
-    expected = corpus_bleu(model.translate(ENGLISH, max_length=12), GERMAN)
+    hypotheses = model.translate(ENGLISH, max_length=12)
+    expected = corpus_bleu(hypotheses, GERMAN)
     assert history.history["val_bleu"][-1] == pytest.approx(expected)
+    # The length ratio beside it: the output's words over the references'.
+    words_out = sum(len(h.split()) for h in hypotheses)
+    ratio = words_out / sum(len(r.split()) for r in GERMAN)
+    assert history.history["val_bleu_length_ratio"][-1] == pytest.approx(ratio)
     assert os.path.exists(tmp_path / "best.keras")
     with pytest.raises(ValueError, match="6 sources and 5 references"):
         BleuCallback(ENGLISH, GERMAN[:5], max_length=4)

@@ -129,3 +129,18 @@ def test_chrf_properties():
         corpus_chrf(["ein mann"], ["ein hund rennt ."]),
     )
     assert 0 < far < near < 100
+
+
+def test_bleu_details_carry_the_brevity_penalty_and_the_length_ratio():
+    """Hand-counted: 9 output words against 12 reference words."""
+    hypotheses = ["a b c d", "e f g h i"]
+    references = ["a b c d x y", "e f g h i z"]
+    details = corpus_bleu(hypotheses, references, return_details=True)
+    assert details.hypothesis_length == 9 and details.reference_length == 12
+    assert details.length_ratio == pytest.approx(9 / 12)
+    assert details.brevity_penalty == pytest.approx(math.exp(1 - 12 / 9))
+    assert details.score == pytest.approx(corpus_bleu(hypotheses, references))
+    assert details.precisions == pytest.approx([100.0] * 4)  # every n-gram of the output matches
+    assert details.score == pytest.approx(100 * math.exp(1 - 12 / 9), rel=1e-4)
+    longer = corpus_bleu(["a b c d x y q q"], ["a b c d x y"], return_details=True)
+    assert longer.brevity_penalty == 1.0 and longer.length_ratio == pytest.approx(8 / 6)

@@ -316,6 +316,7 @@ class TestLocalAttentionLayer(TestCase):
             tmp_path,
             expected_output_shape=(B, T, 5),
             expected_num_trainable_weights=expected,
+            precision_atol=2e-2,  # float16 puts 1 output in 180 at 1.003e-2 from float32 (JAX)
         )
 
     @pytest.mark.parametrize("alignment", ALIGNMENTS)

@@ -11,25 +11,58 @@ from tests.sampler_models import (
     END,
     brute_force_with_penalties,
     prompts,
+    reference_beam_search,
     run_with_attention,
 )
 
 
+@pytest.mark.parametrize("form", ["gnmt", "stepwise", "summary"])
 @pytest.mark.parametrize("coverage_penalty, length_penalty", [(0.0, 0.0), (0.4, 0.0), (2.0, 0.6)])
-def test_full_width_beam_ranks_with_the_coverage_penalty(coverage_penalty, length_penalty):
-    expected = [brute_force_with_penalties(t, coverage_penalty, length_penalty) for t in (3, 4)]
+def test_full_width_beam_ranks_with_the_coverage_penalty(coverage_penalty, length_penalty, form):
+    expected = [
+        brute_force_with_penalties(t, coverage_penalty, length_penalty, form=form) for t in (3, 4)
+    ]
     width = len(expected[0])
     sampler = BeamSearchSampler(
         width,
         length_penalty=length_penalty,
         coverage_penalty=coverage_penalty,
         return_all_beams=True,
+        coverage_form=form,
     )
     ids, scores = (ops.convert_to_numpy(x) for x in run_with_attention(sampler))
     for example, hypotheses in enumerate(expected):
         np.testing.assert_allclose(scores[example], [h[0] for h in hypotheses], rtol=1e-5)
         for rank, (_, words) in enumerate(hypotheses):
             np.testing.assert_array_equal(ids[example, rank, 2:], words)
+
+
+@pytest.mark.parametrize("form", ["gnmt", "stepwise", "summary"])
+@pytest.mark.parametrize("beams, beta, alpha", [(2, 0.4, 0.0), (3, 2.0, 0.6), (2, 5.0, 1.0)])
+def test_narrow_beam_follows_the_rule_of_its_coverage_form(form, beams, beta, alpha):
+    """A beam that prunes as it goes keeps, at every step, the hypotheses its form ranks best:
+    against a float64 beam search that applies the rule as the docstring states it."""
+    sampler = BeamSearchSampler(
+        beams, length_penalty=alpha, coverage_penalty=beta, coverage_form=form,
+        return_all_beams=True,
+    )  # fmt: skip
+    ids, scores = (ops.convert_to_numpy(x) for x in run_with_attention(sampler))
+    for example, first_token in enumerate((3, 4)):
+        expected = reference_beam_search(first_token, beams, beta, alpha, form)
+        np.testing.assert_allclose(scores[example], [h[0] for h in expected], rtol=1e-5)
+        np.testing.assert_array_equal(ids[example, :, 2:], [h[1] for h in expected])
+
+
+def test_the_forms_keep_different_hypotheses():
+    """The reference beams differ between the forms on these weights: the test above has
+    something to tell apart."""
+    outcomes = {
+        form: [reference_beam_search(t, 2, 5.0, 1.0, form) for t in (3, 4)]
+        for form in ("gnmt", "stepwise", "summary")
+    }
+    words = {form: [[h[1] for h in beam] for beam in result] for form, result in outcomes.items()}
+    assert words["gnmt"] != words["stepwise"]
+    assert words["summary"] != words["stepwise"]
 
 
 def test_coverage_penalty_changes_the_winner():

@@ -105,10 +105,61 @@ def has_repeat(tokens, n):
     return len(grams) != len(set(grams))
 
 
-def brute_force_with_penalties(first_token, coverage_penalty=0.0, length_penalty=0.0, no_repeat=0):
+def coverage_term(coverage, beta, form="gnmt"):
+    """The coverage term added to a score, in float64: GNMT's `beta * sum_s log(min(c_s, 1))`
+    over positions with some attention, or the summary `-beta * sum_s (max(c_s, 1) - 1)`."""
+    if form == "summary":
+        return -beta * (np.maximum(coverage, 1.0) - 1.0).sum()
+    covered = coverage[coverage > 0]
+    return beta * np.log(np.minimum(covered, 1.0)).sum()
+
+
+def step_log_probs(step, previous, running):
+    """The hand-made model's log-probabilities at `step` (float64)."""
+    logits = (TABLE[step + 1, previous] + running * SUM_WEIGHT).astype("float64")
+    return logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+
+
+def reference_beam_search(first_token, beams, beta, alpha, form):
+    """Beam search over the hand-made model in float64, by the rule `BeamSearchSampler`
+    states: at every step each candidate is ranked by `log p / lp` plus the coverage term of
+    its attention sums, for every hypothesis with the stepwise forms and for the ended ones
+    only with "gnmt"; an ended hypothesis continues with padding at no cost; the final
+    ranking adds the term to every hypothesis. Returns `(score, words)`, best first."""
+    # A hypothesis: (log p, words, ended, coverage, running sum, previous token).
+    hypotheses = [(0.0, [], False, np.zeros(SOURCE), 0.0, first_token)]
+    for step in range(STEPS):
+        candidates = []
+        for log_prob, words, ended, coverage, running, previous in hypotheses:
+            if ended:
+                score = log_prob / ((5 + len(words)) / 6) ** alpha
+                score += coverage_term(coverage, beta, form)
+                candidates.append((score, (log_prob, words, True, coverage, running, previous)))
+                continue
+            log_probs = step_log_probs(step, previous, running)
+            new_coverage = coverage + ATTENTION[step + 1, previous]
+            for token in WORDS:
+                total = log_prob + log_probs[token]
+                score = total / ((5 + len(words) + 1) / 6) ** alpha
+                if form != "gnmt":
+                    score += coverage_term(new_coverage, beta, form)
+                state = (total, words + [token], token == END, new_coverage, running + previous)
+                candidates.append((score, (*state, token)))
+        candidates.sort(key=lambda c: -c[0])
+        hypotheses = [c[1] for c in candidates[:beams]]
+    final = []
+    for log_prob, words, _, coverage, _, _ in hypotheses:
+        score = log_prob / ((5 + len(words)) / 6) ** alpha + coverage_term(coverage, beta, form)
+        final.append((score, words + [0] * (STEPS - len(words))))
+    return sorted(final, key=lambda h: -h[0])
+
+
+def brute_force_with_penalties(
+    first_token, coverage_penalty=0.0, length_penalty=0.0, no_repeat=0, form="gnmt"
+):
     """Every hypothesis after `[1, first_token]` with its final score, best first (float64):
-    `log p / lp + beta * sum_s log(min(sum_t a_t(s), 1))`, positions with no attention left
-    out; hypotheses that repeat an n-gram (the prompt included) left out with `no_repeat`."""
+    `log p / lp` plus the coverage term of its attention sums (`coverage_term`); hypotheses
+    that repeat an n-gram (the prompt included) left out with `no_repeat`."""
     hypotheses = []
     for length in range(1, STEPS + 1):
         for words in itertools.product(WORDS, repeat=length):
@@ -126,8 +177,7 @@ def brute_force_with_penalties(first_token, coverage_penalty=0.0, length_penalty
                 coverage += ATTENTION[step + 1, previous]
                 running += previous
                 previous = token
-            covered = coverage[coverage > 0]
-            penalty = coverage_penalty * np.log(np.minimum(covered, 1.0)).sum()
+            penalty = coverage_term(coverage, coverage_penalty, form)
             score = log_prob / ((5 + length) / 6) ** length_penalty + penalty
             hypotheses.append((score, list(words) + [0] * (STEPS - length)))
     return sorted(hypotheses, key=lambda h: -h[0])

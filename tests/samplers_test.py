@@ -133,9 +133,17 @@ def test_top_k_indices_match_a_stable_sort(size, k):
 
 
 def test_samplers_configs_keep_the_new_options():
-    sampler = BeamSearchSampler(3, coverage_penalty=0.2, no_repeat_ngram_size=3)
+    sampler = BeamSearchSampler(
+        3, coverage_penalty=0.2, no_repeat_ngram_size=3, coverage_form="stepwise"
+    )
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(sampler))
     assert (restored.coverage_penalty, restored.no_repeat_ngram_size) == (0.2, 3)
+    assert restored.coverage_form == "stepwise"
+    config = BeamSearchSampler(3).get_config()
+    del config["coverage_form"]  # a config saved before the option: tensorflow-addons' form
+    assert BeamSearchSampler.from_config(config).coverage_form == "gnmt"
+    with pytest.raises(ValueError, match="coverage_form='wu'"):
+        BeamSearchSampler(coverage_form="wu")
     greedy = GreedySampler.from_config(GreedySampler(no_repeat_ngram_size=2).get_config())
     assert greedy.no_repeat_ngram_size == 2
     with pytest.raises(ValueError, match="no_repeat_ngram_size=-1"):

@@ -164,6 +164,7 @@ class TestCase:
         call_kwargs=None,
         expected_output_shape=None,
         expected_num_trainable_weights=None,
+        precision_atol=None,
     ):
         """Every check a layer gets, in one call (keras-hub's `run_layer_test` in spirit):
         `layer_fn(dtype=None)` makes a fresh layer (`dtype` a policy name). The symbolic
@@ -190,7 +191,9 @@ class TestCase:
         self.run_serialization_test(layer, inputs, call_kwargs)
         model = keras.Model(symbolic_inputs, symbolic)
         self.run_saving_test(model, inputs, tmp_path)
-        self.run_precision_test(lambda policy: layer_fn(dtype=policy), inputs, call_kwargs)
+        self.run_precision_test(
+            lambda policy: layer_fn(dtype=policy), inputs, call_kwargs, atol=precision_atol
+        )
 
     def run_layer_test(
         self,
@@ -236,7 +239,8 @@ class TestCase:
     def run_precision_test(self, layer_fn, inputs, call_kwargs=None, atol=None):
         """Under `mixed_float16` and `mixed_bfloat16`: the layer and every sublayer compute in
         the half dtype and keep float32 variables, the output is in the half dtype, finite,
-        and close to the float32 layer's with the same weights."""
+        and close to the float32 layer's with the same weights (to 1e-2 and 5e-2, or `atol`
+        where it is larger)."""
         call_kwargs = call_kwargs or {}
         reference = layer_fn(None)
         expected = to_numpy(reference(*inputs, **call_kwargs))
@@ -253,7 +257,7 @@ class TestCase:
             assert keras.backend.standardize_dtype(out.dtype) == half
             out = to_numpy(out).astype("float32")
             assert np.all(np.isfinite(out))
-            np.testing.assert_allclose(out, expected, atol=atol or tolerance)
+            np.testing.assert_allclose(out, expected, atol=max(tolerance, atol or 0.0))
 
     def run_serialization_test(self, layer, inputs, call_kwargs=None):
         """A built layer rebuilt from its JSON config has the same config and, given the same

@@ -4,7 +4,7 @@ the n best."""
 import keras
 from keras import ops, tree
 
-from keras_luong.checks import MASKED_SCORE, check_integer, check_number
+from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
 from keras_luong.samplers import penalties
 from keras_luong.samplers.base import Sampler, is_any
 from keras_luong.samplers.top_k import top_k_indices
@@ -37,7 +37,10 @@ class BeamSearchSampler(Sampler):
             `(prompts (batch, num_beams, length), scores (batch, num_beams))`. Defaults to
             `False`: the best prompt `(batch, length)` alone.
         temperature: Divides the logits. Defaults to 1.
-        coverage_penalty: `beta` of GNMT's coverage penalty (below). Defaults to 0 (none).
+        coverage_penalty: `beta` of the coverage penalty (below). Defaults to 0 (none).
+        coverage_form: How the coverage penalty applies: `"gnmt"` (tensorflow-addons'
+            rule, the default), `"stepwise"` (GNMT's term on every hypothesis at every step)
+            or `"summary"` (OpenNMT-py's summary penalty, on every hypothesis at every step).
         no_repeat_ngram_size: If `n > 0`, no hypothesis repeats an n-gram of its own (see
             `Sampler`). Defaults to 0.
 
@@ -51,7 +54,18 @@ class BeamSearchSampler(Sampler):
     to less than once in total lower the score. As in tensorflow-addons' `BeamSearchDecoder`
     (`coverage_penalty_weight`), it applies at every step to the hypotheses that have ended,
     and positions with no attention at all (padding) add nothing; the final ranking applies
-    it to every hypothesis. It needs the attention weights: `next` keeps them in its cache,
+    it to every hypothesis. An unfinished hypothesis is thus never penalised while the same
+    hypothesis ended is, so on long sentences the search tends to run on; with
+    `coverage_form="stepwise"` the term applies at every step to every hypothesis, running
+    or ended, as OpenNMT-py's `-stepwise_penalty` does, so ending costs nothing against
+    continuing. `coverage_form="summary"` ranks, at every step, by
+
+    ```
+    score(Y) - beta · Σ_s (max(Σ_t a_t(s), 1) - 1)
+    ```
+
+    (OpenNMT-py's summary penalty): attending to a source position more than once in total
+    lowers the score. It needs the attention weights: `next` keeps them in its cache,
     a dict with an `"attention"` entry `(batch, S)` (`LuongSeq2Seq.generate` does this when
     the sampler has `needs_attention`).
 
@@ -102,6 +116,7 @@ class BeamSearchSampler(Sampler):
         temperature=1.0,
         coverage_penalty=0.0,
         no_repeat_ngram_size=0,
+        coverage_form="gnmt",
     ):
         num_beams = check_integer("num_beams", num_beams)
         min_length = check_integer("min_length", min_length, minimum=0)
@@ -109,6 +124,9 @@ class BeamSearchSampler(Sampler):
         coverage_penalty = check_number("coverage_penalty", coverage_penalty, minimum=0)
         super().__init__(temperature=temperature, no_repeat_ngram_size=no_repeat_ngram_size)
         self.coverage_penalty = coverage_penalty
+        self.coverage_form = check_one_of(
+            "coverage_form", coverage_form, tuple(penalties.COVERAGE_FORMS)
+        )
         self.num_beams = int(num_beams)
         self.return_all_beams = bool(return_all_beams)
         self.length_penalty = float(length_penalty)
@@ -120,9 +138,11 @@ class BeamSearchSampler(Sampler):
         return self.coverage_penalty > 0
 
     def coverage(self, attention_sums):
-        """GNMT's coverage penalty `beta · Σ_s log(min(sum_s, 1))` of attention sums
-        `(rows, S)`, positions that got no attention at all left out (tensorflow-addons')."""
-        return penalties.gnmt_coverage(attention_sums, self.coverage_penalty)
+        """The coverage term of attention sums `(rows, S)` added to a score: GNMT's
+        `beta · Σ_s log(min(sum_s, 1))` (positions that got no attention at all left out, as
+        tensorflow-addons does), or the summary penalty (see `coverage_form`)."""
+        term, _ = penalties.COVERAGE_FORMS[self.coverage_form]
+        return term(attention_sums, self.coverage_penalty)
 
     def length_normalize(self, log_probs, lengths):
         """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
@@ -208,11 +228,15 @@ class BeamSearchSampler(Sampler):
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
             row_score = self.length_normalize(offset, candidate_lengths)
             if self.needs_attention:
-                # This step's attention counts for the hypotheses still running; those that
-                # have ended are ranked with their penalty (tensorflow-addons' rule).
+                # This step's attention counts for the hypotheses still running. With the
+                # "gnmt" form only those that have ended are ranked with their penalty
+                # (tensorflow-addons' rule); the stepwise forms rank every hypothesis with it.
                 step_attention = ops.cast(cache["attention"], "float32")
                 attention_sums = attention_sums + ops.where(finished[:, None], 0.0, step_attention)
-                row_score = row_score + ops.where(finished, self.coverage(attention_sums), 0.0)
+                penalty = self.coverage(attention_sums)
+                if not penalties.COVERAGE_FORMS[self.coverage_form][1]:
+                    penalty = ops.where(finished, penalty, 0.0)
+                row_score = row_score + penalty
             scores = self.length_normalize(logits, candidate_lengths[:, None]) + row_score[:, None]
 
             def per_example(x):
@@ -271,6 +295,7 @@ class BeamSearchSampler(Sampler):
                 "min_length": self.min_length,
                 "return_all_beams": self.return_all_beams,
                 "coverage_penalty": self.coverage_penalty,
+                "coverage_form": self.coverage_form,
             }
         )
         return config

@@ -17,3 +17,18 @@ def gnmt_coverage(attention_sums, beta):
     positions that got no attention at all (padding) left out, as tensorflow-addons does."""
     sums = ops.where(ops.equal(attention_sums, 0.0), 1.0, attention_sums)
     return beta * ops.sum(ops.log(ops.minimum(sums, 1.0)), axis=-1)
+
+
+def summary_coverage(attention_sums, beta):
+    """OpenNMT-py's summary penalty, as a score term: `-beta · Σ_s (max(sum_s, 1) - 1)` of
+    attention sums `(rows, S)`: attention beyond one in total on a source position lowers
+    the score (positions attended to less, padding included, add nothing)."""
+    return -beta * ops.sum(ops.maximum(attention_sums, 1.0) - 1.0, axis=-1)
+
+
+COVERAGE_FORMS = {
+    # form: (score term, applied to running hypotheses at every step)
+    "gnmt": (gnmt_coverage, False),
+    "stepwise": (gnmt_coverage, True),
+    "summary": (summary_coverage, True),
+}
