@@ -152,3 +152,21 @@ class BucketedBatches(keras.utils.PyDataset):
     def target_tokens(self):
         """The real target tokens of an epoch (each target and its end id)."""
         return sum(len(t) + 1 for t in self.targets)
+
+
+def length_sorted_batches(lengths, batch_size, multiple=8):
+    """Batches of at most `batch_size` indices of `lengths` with similar lengths, for
+    decoding: `[(indices, padded_length), ...]`, the indices sorted by length (stable: equal
+    lengths keep their order) and each batch's length rounded up to a multiple of `multiple`
+    (at least `multiple`), so that few shapes reach a compiled function. Every index is in
+    exactly one batch."""
+    check_integer("batch_size", batch_size)
+    check_integer("multiple", multiple)
+    lengths = np.asarray(lengths, "int64").reshape(-1)
+    order = np.argsort(lengths, kind="stable")
+    batches = []
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        longest = max(int(lengths[indices].max()), 1)
+        batches.append((indices, multiple * math.ceil(longest / multiple)))
+    return batches

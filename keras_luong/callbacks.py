@@ -22,7 +22,8 @@ class BleuCallback(keras.callbacks.Callback):
     Args:
         sources: The source sentences (strings).
         references: Their references: one string per sentence, or a list of them.
-        max_length: The most target tokens decoded per sentence.
+        max_length: The most target tokens decoded per sentence; by default `translate`'s
+            rule (1.5 × the longest source's tokens + 10).
         source_vocabulary: The source vocabulary; the model's own (`set_vocabularies`) if
             `None`.
         target_vocabulary: The target vocabulary; likewise.
@@ -62,7 +63,7 @@ class BleuCallback(keras.callbacks.Callback):
         self,
         sources,
         references,
-        max_length,
+        max_length=None,
         source_vocabulary=None,
         target_vocabulary=None,
         sampler="greedy",
@@ -81,7 +82,7 @@ class BleuCallback(keras.callbacks.Callback):
                 f"{len(sources)} sources and {len(references)} references"
             )
         check_integer("frequency", frequency)
-        check_integer("max_length", max_length)
+        check_integer("max_length", max_length, allow_none=True)
         corpus_bleu(["a"], ["a"], tokenize=tokenize)  # refuses an unknown tokenizer now
         self.sources = list(sources)
         self.references = list(references)

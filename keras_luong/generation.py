@@ -16,7 +16,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_luong.checks import MASKED_SCORE, check_integer, check_token_ids
+from keras_luong.batching import length_sorted_batches
+from keras_luong.checks import MASKED_SCORE, check_integer, check_texts, check_token_ids
 from keras_luong.compat import resolve_sampler
 from keras_luong.samplers import pad_after_end
 from keras_luong.vocabulary_assets import check_vocabulary_size
@@ -193,20 +194,22 @@ class GenerationMixin:
         target_vocabulary=None,
         max_length=None,
         sampler="greedy",
+        batch_size=256,
         **kwargs,
     ):
         """Strings in, strings out, through two vocabularies (`keras_luong.vocabulary`'s
         `Vocabulary` or `SubwordVocabulary`; by default the model's own, from
-        `set_vocabularies`): `source_vocabulary.encode_batch(texts)` makes the ids (unseen
-        symbols become the OOV id), `target_vocabulary.decode(ids)` reads the generated ones up
-        to the end token. Takes `generate`'s decoding arguments; `max_length` is required.
-        An empty list gives an empty list; with a sampler that returns all beams, each text
-        gives its n-best list of `(string, score)`."""
-        if max_length is None:
-            raise ValueError(
-                "Invalid value for argument max_length. Expected the number of target tokens "
-                "to generate at most. Received: max_length=None"
-            )
+        `set_vocabularies`): `source_vocabulary.encode` makes the ids (unseen symbols become
+        the OOV id), `target_vocabulary.decode(ids)` reads the generated ones up to the end
+        token. Takes `generate`'s decoding arguments. An empty list gives an empty list; with
+        a sampler that returns all beams, each text gives its n-best list of
+        `(string, score)`.
+
+        The texts are decoded in batches of `batch_size` sorted by source length, each padded
+        to a multiple of 8 tokens (so one long text does not lengthen every batch, and few
+        shapes compile), and returned in the caller's order. `max_length` defaults to
+        `1.5 × (the longest source's tokens) + 10`: decoding stops when every hypothesis has
+        ended, so a generous bound costs nothing for the batches that end sooner."""
         vocabularies = {}
         for side, vocabulary, size in (
             ("source", source_vocabulary, self.source_vocabulary_size),
@@ -222,17 +225,30 @@ class GenerationMixin:
                     )
             check_vocabulary_size(side, vocabulary, size)
             vocabularies[side] = vocabulary
-        # encode_batch refuses what is not a list of strings.
-        source = vocabularies["source"].encode_batch(texts)
-        generated = self.generate(source, max_length, sampler=sampler, **kwargs)
+        texts = check_texts("texts", texts)
+        batch_size = check_integer("batch_size", batch_size)
+        rows = [vocabularies["source"].encode(t) for t in texts]
+        if max_length is None:
+            max_length = int(1.5 * max((len(r) for r in rows), default=0)) + 10
+        results = [None] * len(rows)
         decode = vocabularies["target"].decode
-        if isinstance(generated, tuple):
-            ids, scores = generated
-            return [
-                [(decode(i), float(s)) for i, s in zip(row, row_scores, strict=True)]
-                for row, row_scores in zip(ids, scores, strict=True)
-            ]
-        return [decode(ids) for ids in generated]
+        for indices, length in length_sorted_batches([len(r) for r in rows], batch_size):
+            source = np.zeros((len(indices), length), "int32")
+            for row, i in enumerate(indices):
+                source[row, : len(rows[i])] = rows[i]
+            generated = self.generate(
+                source, max_length, sampler=sampler, batch_size=batch_size, **kwargs
+            )
+            if isinstance(generated, tuple):  # every beam, with its score
+                ids, scores = generated
+                for i, beams, beam_scores in zip(indices, ids, scores, strict=True):
+                    results[i] = [
+                        (decode(b), float(s)) for b, s in zip(beams, beam_scores, strict=True)
+                    ]
+            else:
+                for i, ids in zip(indices, generated, strict=True):
+                    results[i] = decode(ids)
+        return results
 
     def generator(self, max_length, sampler="greedy", stop_token_ids="auto", **deprecated):
         """The `keras.Model` from source ids to generated target ids that `generate` runs

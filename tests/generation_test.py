@@ -214,3 +214,43 @@ def test_stop_token_ids_one_id_or_ids_in_the_vocabulary():
         model.generate(source, 4, stop_token_ids=(2, 7))
     with pytest.raises(ValueError, match="stop_token_ids"):
         model.generate(source, 4, stop_token_ids={2})
+
+
+@pytest.mark.parametrize("sampler", ["greedy", "beam-all"])
+def test_translate_in_length_sorted_batches_gives_each_texts_own_output_in_order(sampler):
+    """Texts of very different lengths, in batches of 3 sorted by length: each output is the
+    one the text gets alone (with its own padding), in the caller's order."""
+    vocabulary = Vocabulary(list("abcdefg"))  # 4 reserved ids + 7 letters = 11
+    keras.utils.set_random_seed(2)
+    model = LuongSeq2Seq(11, 11, units=8, embedding_dim=4)
+    texts = ["abcdefgabcdefgabc", "a", "", "gfedcba", "ab", "abcdefgabcdefgabcdefgab", "cc"]
+    if sampler == "beam-all":
+        sampler = BeamSearchSampler(2, return_all_beams=True)
+    together = model.translate(
+        texts, vocabulary, vocabulary, max_length=9, sampler=sampler, batch_size=3
+    )
+    alone = [
+        model.translate([t], vocabulary, vocabulary, max_length=9, sampler=sampler)[0]
+        for t in texts
+    ]
+    if isinstance(sampler, str):
+        assert together == alone
+        assert len(set(together)) > 2  # the texts get different outputs
+        return
+    for got, expected in zip(together, alone, strict=True):
+        assert [g[0] for g in got] == [e[0] for e in expected]
+        np.testing.assert_allclose([g[1] for g in got], [e[1] for e in expected], atol=1e-4)
+
+
+def test_length_sorted_batches_cover_every_text_once_in_few_shapes():
+    from keras_luong.batching import length_sorted_batches
+
+    lengths = np.random.default_rng(0).integers(0, 40, 100)
+    batches = length_sorted_batches(lengths, 16)
+    seen = np.concatenate([indices for indices, _ in batches])
+    assert sorted(seen.tolist()) == list(range(100))
+    for indices, padded in batches:
+        assert len(indices) <= 16 and padded % 8 == 0 and padded >= lengths[indices].max()
+    firsts = [lengths[indices].min() for indices, _ in batches]
+    assert firsts == sorted(firsts)  # sorted by length
+    assert len({padded for _, padded in batches}) <= 5  # lengths below 40: at most 5 shapes

@@ -26,8 +26,10 @@ def test_vocabularies_saved_inside_the_model(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     assert loaded.source_vocabulary == subwords and loaded.target_vocabulary == words
     assert loaded.translate(ENGLISH[:3], max_length=6) == before
-    with pytest.raises(ValueError, match="max_length=None"):
-        loaded.translate(ENGLISH[:1])
+    # max_length left out: 1.5 × the longest source's tokens + 10.
+    default = int(1.5 * len(subwords.encode(ENGLISH[0]))) + 10
+    expected = loaded.generate(subwords.encode_batch(ENGLISH[:1]), default)
+    assert loaded.translate(ENGLISH[:1]) == [words.decode(expected[0])]
     # A model saved without vocabularies loads without them.
     plain = LuongSeq2Seq(len(subwords), len(words), units=8, embedding_dim=4)
     plain.generate(subwords.encode_batch(ENGLISH[:1]), 2)
