@@ -37,6 +37,10 @@ class BucketedBatches(keras.utils.PyDataset):
             run). Defaults to 0.
         start_token: The id that starts `target_in` (not 0, the padding id). Defaults to 1.
         end_token: The id that ends `target_out` (not 0, the padding id). Defaults to 2.
+        batch_multiple: Every batch's row count is a multiple of this (filler rows make it
+            up), as data parallelism over that many devices needs. `None` (the default):
+            the replica count of the active `keras.distribution` (JAX) or `tf.distribute`
+            strategy, 1 when none is set.
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, `use_multiprocessing`,
             `max_queue_size`).
 
@@ -67,6 +71,7 @@ class BucketedBatches(keras.utils.PyDataset):
         seed=0,
         start_token=1,
         end_token=2,
+        batch_multiple=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -84,6 +89,10 @@ class BucketedBatches(keras.utils.PyDataset):
         check_integer("seed", seed, minimum=0, allow_none=True)
         check_integer("start_token", start_token)
         check_integer("end_token", end_token)
+        if batch_multiple is None:
+            batch_multiple = replica_count()
+        self.batch_multiple = check_integer("batch_multiple", batch_multiple)
+        self.shard_index, self.shard_count = 0, 1
         self.sources, self.targets = source_ids, target_ids
         self.tokens_per_batch = tokens_per_batch
         self.bucket_width = bucket_width
@@ -100,10 +109,14 @@ class BucketedBatches(keras.utils.PyDataset):
         # (length, batch size, pair indices) per bucket, longest first. A bucket of n pairs
         # needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
         # ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler.
+        # Sizes are rounded up to a multiple of `batch_multiple` (beyond the budget if the
+        # budget holds fewer rows than that).
         self.buckets = []
+        multiple = self.batch_multiple
         for length, indices in sorted(buckets.items(), reverse=True):
             most = max(1, tokens_per_batch // length)
             size = math.ceil(len(indices) / math.ceil(len(indices) / most))
+            size = multiple * math.ceil(size / multiple)
             self.buckets.append((length, size, np.array(indices)))
         self.epoch = 0
         self._plan()
@@ -119,7 +132,24 @@ class BucketedBatches(keras.utils.PyDataset):
                 batches.append((length, size, indices[start : start + size]))
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
+        if self.shard_count > 1:
+            # Every host takes the same number of steps: batches of filler rows only (the
+            # shortest bucket's length) make the count a multiple of the hosts.
+            length = self.buckets[-1][0]
+            empty = (length, self.batch_multiple, np.zeros((0,), "int64"))
+            batches += [empty] * (-len(batches) % self.shard_count)
+            batches = batches[self.shard_index :: self.shard_count]
         self.batches = batches
+
+    def shard(self, index, count):
+        """This host's part of every epoch's batches, for training on `count` hosts: batches
+        `index`, `index + count`, ... of the epoch's order (the same seed on every host gives
+        the same order), each host taking the same number of steps. Returns `self`."""
+        count = check_integer("count", count)
+        index = check_integer("index", index, minimum=0, maximum=count - 1)
+        self.shard_index, self.shard_count = index, count
+        self._plan()
+        return self
 
     def __len__(self):
         return len(self.batches)
@@ -170,3 +200,23 @@ def length_sorted_batches(lengths, batch_size, multiple=8):
         longest = max(int(lengths[indices].max()), 1)
         batches.append((indices, multiple * math.ceil(longest / multiple)))
     return batches
+
+
+def replica_count():
+    """The number of replicas a batch is split over by the active data parallelism: the
+    `keras.distribution` mesh's batch axis (JAX), the `tf.distribute` strategy's replicas
+    in sync (TensorFlow, read only if TensorFlow is already imported), else 1."""
+    import sys
+
+    distribution = keras.distribution.distribution()
+    if distribution is not None:
+        mesh = getattr(distribution, "device_mesh", None)
+        if mesh is not None:
+            batch_axis = getattr(distribution, "batch_dim_name", None)
+            if batch_axis in mesh.axis_names:
+                return int(mesh.shape[mesh.axis_names.index(batch_axis)])
+            return int(np.prod(mesh.shape))
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and tf.distribute.has_strategy():
+        return int(tf.distribute.get_strategy().num_replicas_in_sync)
+    return 1

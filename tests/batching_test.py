@@ -137,3 +137,53 @@ def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing():
     without = model.test_on_batch((source, target_in), target_out)
     assert np.isfinite(with_fillers)
     np.testing.assert_allclose(with_fillers, without, rtol=1e-5)
+
+
+@pytest.mark.parametrize("multiple", [2, 4, 8])
+def test_batch_multiple_makes_every_row_count_a_multiple_and_keeps_every_pair(multiple):
+    sources, targets = random_pairs(103, longest=20)
+    batches = BucketedBatches(sources, targets, 96, batch_multiple=multiple, seed=3)
+    pairs, shapes = unpack(batches)
+    assert all(rows % multiple == 0 for rows, _ in shapes)
+    assert sorted(pairs) == sorted(zip(map(tuple, sources), map(tuple, targets), strict=True))
+    plain_pairs, _ = unpack(BucketedBatches(sources, targets, 96, seed=3))
+    assert sorted(pairs) == sorted(plain_pairs)
+
+
+def test_batch_multiple_follows_the_active_distribution(monkeypatch):
+    """`batch_multiple=None` reads the replica count of the active distribution: the size of
+    a `keras.distribution` mesh's batch axis."""
+    import types
+
+    import keras
+
+    from keras_luong import batching
+
+    mesh = types.SimpleNamespace(shape=(4, 2), axis_names=["batch", "model"])
+    active = types.SimpleNamespace(device_mesh=mesh, batch_dim_name="batch")
+    monkeypatch.setattr(keras.distribution, "distribution", lambda: active)
+    assert batching.replica_count() == 4
+    sources, targets = random_pairs(30, longest=9)
+    _, shapes = unpack(BucketedBatches(sources, targets, 64))
+    assert all(rows % 4 == 0 for rows, _ in shapes)
+    monkeypatch.setattr(keras.distribution, "distribution", lambda: None)
+    if "tensorflow" not in __import__("sys").modules:
+        assert batching.replica_count() == 1
+
+
+@pytest.mark.parametrize("hosts", [2, 3])
+def test_shards_partition_each_epoch_with_equal_steps(hosts):
+    sources, targets = random_pairs(61, longest=25)
+    expected = sorted(zip(map(tuple, sources), map(tuple, targets), strict=True))
+    shards = [
+        BucketedBatches(sources, targets, 64, seed=5, batch_multiple=2).shard(i, hosts)
+        for i in range(hosts)
+    ]
+    for _ in range(2):  # two epochs
+        assert len({len(shard) for shard in shards}) == 1  # the same number of steps
+        pairs = [pair for shard in shards for pair in unpack(shard)[0]]
+        assert sorted(pairs) == expected  # every pair on exactly one host
+        for shard in shards:
+            shard.on_epoch_end()
+    with pytest.raises(ValueError, match="index=3"):
+        shards[0].shard(3, 3)
