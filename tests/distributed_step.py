@@ -72,6 +72,20 @@ def report(alignment, replicas, single, distributed, same_ids):
     )
 
 
+def bucketed_epoch(model, batch_multiple=None):
+    """One epoch of `fit` on `BucketedBatches` of 13 pairs whose token budget gives batches
+    of 5 and 3 rows: rounded up to multiples of the device count with filler rows."""
+    from keras_luong.batching import BucketedBatches
+
+    rng = np.random.default_rng(1)
+    sources = [rng.integers(3, 9, n).tolist() for n in rng.integers(1, 7, 13)]
+    targets = [rng.integers(3, 9, n).tolist() for n in rng.integers(1, 7, 13)]
+    batches = BucketedBatches(sources, targets, 40, seed=0, batch_multiple=batch_multiple)
+    history = model.fit(batches, epochs=1, verbose=0)
+    rows = sorted({batches[i][1].shape[0] for i in range(len(batches))})
+    return (history.history["loss"][0], model.get_weights()), rows
+
+
 def run_jax():
     import keras
 
@@ -80,6 +94,8 @@ def run_jax():
     for alignment in ALIGNMENTS:
         model = make(alignment)
         singles[alignment] = (step(model), model.generate(source, 4))
+    count = len(keras.distribution.list_devices("cpu"))
+    bucketed_single, _ = bucketed_epoch(make("global"), batch_multiple=count)
     devices = keras.distribution.list_devices("cpu")
     keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
     for alignment in ALIGNMENTS:
@@ -89,6 +105,11 @@ def run_jax():
         replicas = len(model.trainable_weights[0].value.sharding.device_set)
         same = np.array_equal(singles[alignment][1], model.generate(source, 4))
         report(alignment, replicas, singles[alignment][0], distributed, same)
+    # Bucketed batches made under the distribution take its device count on their own.
+    model = make("global")
+    distributed, rows = bucketed_epoch(model)
+    replicas = len(model.trainable_weights[0].value.sharding.device_set)
+    report("bucketed", replicas, bucketed_single, distributed, all(r % count == 0 for r in rows))
 
 
 def run_tensorflow():
