@@ -86,8 +86,10 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
         x_t = keras.tree.map_structure(lambda x: ops.take(x, t, axis=0), xs)
         outputs, states = one_step(t, states, x_t, keep)
         row = ops.reshape(t, (1, 1))
+        # An empty buffer (a batch of 0, or outputs of size 0) has nothing to write, and
+        # TensorFlow's scatter refuses updates into an empty tensor.
         buffers = [
-            ops.scatter_update(b, row, ops.expand_dims(o, 0))
+            b if 0 in tuple(b.shape) else ops.scatter_update(b, row, ops.expand_dims(o, 0))
             for b, o in zip(buffers, outputs, strict=True)
         ]
         return t + 1, states, buffers
