@@ -241,6 +241,7 @@ class SubwordVocabulary(_Ids):
         character_coverage=1.0,
         max_sentences=None,
         seed=0,
+        num_threads=1,
         **kwargs,
     ):
         """Trains a subword model on `texts` (an iterable of strings; for one vocabulary of
@@ -255,6 +256,7 @@ class SubwordVocabulary(_Ids):
                 character seen; lower values send the rarest to the unknown id).
             max_sentences: Train on a random sample of this many sentences (all if `None`).
             seed: The seed of that sample.
+            num_threads: SentencePiece's training threads. Defaults to 1.
             **kwargs: The `oov_token`.
 
         The text is taken as it is (no Unicode normalisation), with one exception:
@@ -274,6 +276,14 @@ class SubwordVocabulary(_Ids):
             )
         check_integer("vocabulary_size", vocabulary_size, minimum=cls.RESERVED + 1)
         check_integer("max_sentences", max_sentences, allow_none=True)
+        check_integer("num_threads", num_threads)
+        unknown = sorted(set(kwargs) - {"oov_token"})
+        if unknown:
+            raise ValueError(
+                f"Unrecognized keyword arguments passed to SubwordVocabulary.train: {unknown}. "
+                "Expected vocabulary_size, model_type, character_coverage, max_sentences, "
+                "seed, num_threads and oov_token"
+            )
         texts = [t for t in check_texts("texts", list_of(texts)) if t.strip()]
         if max_sentences is not None and len(texts) > max_sentences:
             chosen = np.random.default_rng(seed).choice(len(texts), max_sentences, replace=False)
@@ -297,7 +307,7 @@ class SubwordVocabulary(_Ids):
                 unk_surface=kwargs.get("oov_token", "<unk>"),
                 hard_vocab_limit=True,
                 max_sentence_length=max(4192, longest + 1),
-                num_threads=1,
+                num_threads=num_threads,
                 minloglevel=2,
             )
         except RuntimeError as error:  # e.g. more units asked for than the text can give

@@ -91,11 +91,19 @@ def test_subwords_split_rare_words_into_known_units():
         (lambda: SubwordVocabulary(12), "Expected a serialized SentencePiece model"),
         (lambda: SubwordVocabulary(b"not a model"), "11 bytes that SentencePiece cannot read"),
         (lambda: SubwordVocabulary("%%%"), "text that is not base64"),
+        (lambda: SubwordVocabulary.train(ENGLISH, num_threads=0), "num_threads=0"),
+        (lambda: SubwordVocabulary.train(ENGLISH, threads=2), r"arguments .*\['threads'\]"),
     ],
 )
 def test_subwords_refuse_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_subwords_train_on_two_threads_like_one():
+    one = SubwordVocabulary.train(ENGLISH + GERMAN, vocabulary_size=60)
+    two = SubwordVocabulary.train(ENGLISH + GERMAN, vocabulary_size=60, num_threads=2)
+    assert two.symbols == one.symbols
 
 
 def test_subword_round_trip_keeps_the_text_up_to_spaces():
