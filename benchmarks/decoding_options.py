@@ -56,7 +56,7 @@ def main(argv=None):
     from keras_luong.datasets import multi30k
     from keras_luong.evaluation import corpus_bleu
 
-    model = keras.saving.load_model(args.model)
+    model = keras.saving.load_model(args.model, compile=False)  # decoding needs no loss
     sources, references = multi30k.load_data(args.data)["test2016"]
     if args.quick:
         sources, references = sources[:300], references[:300]

@@ -34,7 +34,7 @@ def main(argv=None):
     from keras_luong import BeamSearchSampler
     from keras_luong.datasets import multi30k
 
-    model = keras.saving.load_model(args.model)
+    model = keras.saving.load_model(args.model, compile=False)  # decoding needs no loss
     texts = multi30k.load_data(args.data)["test2016"][0]
     source, target = model.source_vocabulary, model.target_vocabulary
     rows = [source.encode(t) for t in texts]
