@@ -221,8 +221,8 @@ def test_translate_in_length_sorted_batches_gives_each_texts_own_output_in_order
     """Texts of very different lengths, in batches of 3 sorted by length: each output is the
     one the text gets alone (with its own padding), in the caller's order."""
     vocabulary = Vocabulary(list("abcdefg"))  # 4 reserved ids + 7 letters = 11
-    keras.utils.set_random_seed(2)
-    model = LuongSeq2Seq(11, 11, units=8, embedding_dim=4)
+    keras.utils.set_random_seed(2)  # a model whose outputs differ between the texts
+    model = LuongSeq2Seq(11, 11, units=16, embedding_dim=8)
     texts = ["abcdefgabcdefgabc", "a", "", "gfedcba", "ab", "abcdefgabcdefgabcdefgab", "cc"]
     if sampler == "beam-all":
         sampler = BeamSearchSampler(2, return_all_beams=True)
@@ -235,7 +235,7 @@ def test_translate_in_length_sorted_batches_gives_each_texts_own_output_in_order
     ]
     if isinstance(sampler, str):
         assert together == alone
-        assert len(set(together)) > 2  # the texts get different outputs
+        assert len(set(together)) >= 4  # the texts get different outputs (5 or 6 of 7)
         return
     for got, expected in zip(together, alone, strict=True):
         assert [g[0] for g in got] == [e[0] for e in expected]
