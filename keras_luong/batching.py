@@ -1,6 +1,7 @@
 """Length-bucketed batches of sentence pairs for `model.fit`, on every backend."""
 
 import math
+import sys
 
 import keras
 import numpy as np
@@ -206,8 +207,6 @@ def replica_count():
     """The number of replicas a batch is split over by the active data parallelism: the
     `keras.distribution` mesh's batch axis (JAX), the `tf.distribute` strategy's replicas
     in sync (TensorFlow, read only if TensorFlow is already imported), else 1."""
-    import sys
-
     distribution = keras.distribution.distribution()
     if distribution is not None:
         mesh = getattr(distribution, "device_mesh", None)

@@ -165,17 +165,9 @@ class LuongDecoder(keras.layers.Layer):
         return result[0] if len(result) == 1 else tuple(result)
 
     def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
-        batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        # Every random draw happens before the loop (a draw inside a compiled JAX loop leaks
-        # its seed's state): the attention's for all steps, into the memory, and the cell's
-        # own (Keras' RNN does the same for its cells).
-        memory = self.attention.draw_ahead(memory, steps, training)
-        width = inputs.shape[-1] + (self.units if self.input_feeding else 0)
-        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
-        cell_states = states[: len(self.cell.cell_state_size)]
-        predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
+        batch = ops.shape(inputs)[0]
 
-        def step(x_t, states, t):
+        def step(x_t, states, t, memory):
             attentional, new_states, *weights = self.cell(
                 x_t,
                 states,
@@ -189,9 +181,37 @@ class LuongDecoder(keras.layers.Layer):
         outputs_like = [ops.zeros((batch, self.units), dtype=self.compute_dtype)]
         if return_attention_scores:
             outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
-        (outputs, *weights), states = masked_scan(step, states, inputs, inputs_mask, outputs_like)
-        reset_cell_dropout(self.cell.cell)
+        (outputs, *weights), states = self.run_steps(
+            step, states, inputs, inputs_mask, memory, inputs.shape[-1], outputs_like, training
+        )
         return outputs, (weights[0] if weights else None), states
+
+    def run_steps(
+        self, step_fn, states, inputs, inputs_mask, memory, input_size, outputs_like, training
+    ):
+        """The decoder's loop: `step_fn(x_t, states, t, memory) -> (outputs, new_states)` over
+        the time axis of `inputs` (a tensor or a tuple of `(B, T, ...)` tensors), by
+        `loops.masked_scan`, `states` starting with the cell's. Every random draw happens
+        before the loop (a draw inside a compiled JAX loop leaks its seed's state): the
+        attention's for all steps, into the memory, and the cell's own for an input of
+        `input_size` (Keras' RNN does the same for its cells)."""
+        first = keras.tree.flatten(inputs)[0]
+        batch, steps = ops.shape(first)[0], ops.shape(first)[1]
+        memory = self.attention.draw_ahead(memory, steps, training)
+        width = input_size + (self.units if self.input_feeding else 0)
+        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
+        cell_states = states[: len(self.cell.cell_state_size)]
+        predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
+        try:
+            return masked_scan(
+                lambda x_t, states, t: step_fn(x_t, states, t, memory),
+                states,
+                inputs,
+                inputs_mask,
+                outputs_like,
+            )
+        finally:
+            reset_cell_dropout(self.cell.cell)
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         cells = len(self.cell.cell_state_size)

@@ -243,12 +243,6 @@ class MonotonicAttention(BaseLuongAttention):
         if draws is not None:  # see dropout_mask()
             dropout_mask, noise = draws[:, :, 0], draws[:, :, 1]
         (previous,) = state
-        value = memory["value"]
-        if value.shape[1] == 0:  # an empty source: a zero context, as a fully masked one
-            batch, steps = ops.shape(query)[0], ops.shape(query)[1]
-            weights = ops.zeros((batch, steps, 0), "float32")
-            context = ops.zeros((batch, steps, value.shape[-1]), query.dtype)
-            return Attended(self.attentional_state(context, query), weights, None, state)
         probabilities = self.stop_probabilities(query, memory, training, noise)
         mode = self.mode_for(training)
         if query.shape[1] == 1:  # one decoding step: no loop

@@ -12,7 +12,6 @@ import keras
 from keras import ops
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
-from keras_luong.loops import masked_scan, predraw_cell_dropout, reset_cell_dropout
 
 MODES = ("argmax", "sample")
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
@@ -35,10 +34,6 @@ def scheduled_logits(model, source, target_in, training):
     memory = decoder.prepare(value, value_mask)
     batch, steps = ops.shape(target_in)[0], ops.shape(target_in)[1]
     states = decoder.get_initial_state(batch, cell_states, memory)
-    memory = decoder.attention.draw_ahead(memory, steps, training)
-    width = model.embedding_dim + (decoder.units if decoder.input_feeding else 0)
-    cell_inputs_like = ops.zeros((batch, width), decoder.compute_dtype)
-    predraw_cell_dropout(decoder.cell.cell, cell_inputs_like, cell_states, training)
 
     seed = model.sampling_seed
     vocabulary = model.target_vocabulary_size
@@ -59,7 +54,7 @@ def scheduled_logits(model, source, target_in, training):
     # Padding and the start token are never predicted (as in `generate`).
     banned = ops.arange(vocabulary) < 2
 
-    def step(x_t, states, t):
+    def step(x_t, states, t, memory):
         gold, use_prediction, noise_t, embedding_keep_t, output_keep_t = x_t
         *states, previous = states  # (B, 1): the loop keeps states of rank 2 and more
         token = ops.where(use_prediction, previous[:, 0], gold)
@@ -74,9 +69,10 @@ def scheduled_logits(model, source, target_in, training):
     valid = ops.not_equal(target_in, 0)
     inputs = (target_in, chosen, noise, embedding_keep, output_keep)
     logits_like = [ops.zeros((batch, vocabulary), model.compute_dtype)]
-    first = target_in[:, :1]
-    (logits,), _ = masked_scan(step, [*states, first], inputs, valid, logits_like)
-    reset_cell_dropout(decoder.cell.cell)
+    (logits,), _ = decoder.run_steps(
+        step, [*states, target_in[:, :1]], inputs, valid, memory, model.embedding_dim,
+        logits_like, training,
+    )  # fmt: skip
     # A padded step's h̃ is zero, as in teacher forcing: its logits are the projection of 0.
     padded = model.projection(ops.zeros((1, 1, decoder.units), decoder.compute_dtype))
     return ops.where(ops.expand_dims(valid, -1), logits, ops.cast(padded, logits.dtype))
