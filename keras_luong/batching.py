@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from keras_luong.checks import check_integer, check_sentences
+from keras_luong.datasets.prepared import PreparedCorpus
 
 
 class BucketedBatches(keras.utils.PyDataset):
@@ -28,8 +29,10 @@ class BucketedBatches(keras.utils.PyDataset):
 
     Args:
         source_ids: The source sentences, each a sequence of ids at its own length (no start
-            or end id, no padding: a `ValueError` says which sentence holds a 0).
-        target_ids: The target sentences, as `source_ids`.
+            or end id, no padding: a `ValueError` says which sentence holds a 0); or a
+            `keras_luong.datasets.prepared.PreparedCorpus`, batched from its lengths and
+            read from disk a batch at a time (the same batches as its pairs in lists).
+        target_ids: The target sentences, as `source_ids`; `None` with a `PreparedCorpus`.
         tokens_per_batch: Token budget of a batch: batch size times padded length is at most
             this (a batch has at least one pair). Defaults to 4096.
         bucket_width: Bucket lengths are multiples of this. Defaults to 8.
@@ -65,7 +68,7 @@ class BucketedBatches(keras.utils.PyDataset):
     def __init__(
         self,
         source_ids,
-        target_ids,
+        target_ids=None,
         tokens_per_batch=4096,
         bucket_width=8,
         shuffle=True,
@@ -76,14 +79,32 @@ class BucketedBatches(keras.utils.PyDataset):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        source_ids = check_sentences("source_ids", source_ids)
-        target_ids = check_sentences("target_ids", target_ids)
-        if len(source_ids) != len(target_ids):
-            raise ValueError(
-                "Expected as many targets as sources. Received: "
-                f"{len(source_ids)} source_ids and {len(target_ids)} target_ids"
-            )
-        if not len(source_ids):
+        if isinstance(source_ids, PreparedCorpus):
+            if target_ids is not None:
+                raise ValueError(
+                    "Invalid value for argument target_ids. Expected None with a "
+                    "PreparedCorpus, which holds the targets. Received: target_ids of type "
+                    f"{type(target_ids).__name__}"
+                )
+            self.pairs = source_ids
+            source_lengths, target_lengths = source_ids.source_lengths, source_ids.target_lengths
+        else:
+            if target_ids is None:
+                raise ValueError(
+                    "Invalid value for argument target_ids. Expected the target sentences "
+                    "(or a PreparedCorpus as source_ids). Received: target_ids=None"
+                )
+            source_ids = check_sentences("source_ids", source_ids)
+            target_ids = check_sentences("target_ids", target_ids)
+            if len(source_ids) != len(target_ids):
+                raise ValueError(
+                    "Expected as many targets as sources. Received: "
+                    f"{len(source_ids)} source_ids and {len(target_ids)} target_ids"
+                )
+            self.pairs = _Pairs(source_ids, target_ids)
+            source_lengths = np.array([len(s) for s in source_ids], "int64")
+            target_lengths = np.array([len(t) for t in target_ids], "int64")
+        if not len(self.pairs):
             raise ValueError("Invalid value for argument source_ids. Received: no pairs")
         check_integer("tokens_per_batch", tokens_per_batch)
         check_integer("bucket_width", bucket_width)
@@ -94,19 +115,16 @@ class BucketedBatches(keras.utils.PyDataset):
             batch_multiple = replica_count()
         self.batch_multiple = check_integer("batch_multiple", batch_multiple)
         self.shard_index, self.shard_count = 0, 1
-        self.sources, self.targets = source_ids, target_ids
+        self.target_lengths = target_lengths
         self.tokens_per_batch = tokens_per_batch
         self.bucket_width = bucket_width
         self.shuffle = shuffle
         self.seed = seed
         self.start_token = start_token
         self.end_token = end_token
-        lengths = [
-            max(len(s), len(t) + 1, 1) for s, t in zip(self.sources, self.targets, strict=True)
-        ]
-        buckets = {}
-        for i, length in enumerate(lengths):
-            buckets.setdefault(bucket_width * math.ceil(length / bucket_width), []).append(i)
+        # A pair's length: the longer of its source and its target with the end id.
+        lengths = np.maximum(np.maximum(source_lengths, target_lengths.astype("int64") + 1), 1)
+        bucket_of = bucket_width * -(-lengths // bucket_width)
         # (length, batch size, pair indices) per bucket, longest first. A bucket of n pairs
         # needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
         # ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler.
@@ -114,11 +132,12 @@ class BucketedBatches(keras.utils.PyDataset):
         # budget holds fewer rows than that).
         self.buckets = []
         multiple = self.batch_multiple
-        for length, indices in sorted(buckets.items(), reverse=True):
+        for length in np.unique(bucket_of)[::-1].tolist():
+            indices = np.flatnonzero(bucket_of == length)
             most = max(1, tokens_per_batch // length)
             size = math.ceil(len(indices) / math.ceil(len(indices) / most))
             size = multiple * math.ceil(size / multiple)
-            self.buckets.append((length, size, np.array(indices)))
+            self.buckets.append((length, size, indices))
         self.epoch = 0
         self._plan()
 
@@ -161,7 +180,7 @@ class BucketedBatches(keras.utils.PyDataset):
         target_in = np.zeros((size, length), "int32")
         target_out = np.zeros((size, length), "int32")
         for row, i in enumerate(indices):
-            s, t = self.sources[i], self.targets[i]
+            s, t = self.pairs[i]
             source[row, : len(s)] = s
             target_in[row, 0] = self.start_token
             target_in[row, 1 : len(t) + 1] = t
@@ -176,13 +195,26 @@ class BucketedBatches(keras.utils.PyDataset):
     def padding_share(self):
         """The share of target positions (batch size × length, over an epoch's batches) that
         are padding, filler rows included."""
-        real = sum(len(t) + 1 for t in self.targets)
+        real = self.target_tokens()
         total = sum(size * length for length, size, _ in self.batches)
         return 1 - real / total
 
     def target_tokens(self):
         """The real target tokens of an epoch (each target and its end id)."""
-        return sum(len(t) + 1 for t in self.targets)
+        return int(self.target_lengths.sum()) + len(self.target_lengths)
+
+
+class _Pairs:
+    """In-memory sentence pairs, indexed as a `PreparedCorpus` is."""
+
+    def __init__(self, sources, targets):
+        self.sources, self.targets = sources, targets
+
+    def __len__(self):
+        return len(self.sources)
+
+    def __getitem__(self, index):
+        return self.sources[index], self.targets[index]
 
 
 def length_sorted_batches(lengths, batch_size, multiple=8):

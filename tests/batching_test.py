@@ -187,3 +187,22 @@ def test_shards_partition_each_epoch_with_equal_steps(hosts):
             shard.on_epoch_end()
     with pytest.raises(ValueError, match="index=3"):
         shards[0].shard(3, 3)
+
+
+@pytest.mark.parametrize("width, budget", [(1, 64), (8, 256), (5, 7)])
+def test_buckets_follow_the_rule_pair_by_pair(width, budget):
+    # The rule written out a pair at a time (as keras-luong 0.1 ran it): bucket = the longer
+    # of the source and the target with its end id, rounded up to a multiple of the width;
+    # buckets longest first, each with its pairs in corpus order.
+    sources, targets = random_pairs(300, seed=width)
+    sources[7], targets[9] = [], []
+    expected = {}
+    for i, (s, t) in enumerate(zip(sources, targets, strict=True)):
+        length = max(len(s), len(t) + 1, 1)
+        expected.setdefault(width * -(-length // width), []).append(i)
+    batches = BucketedBatches(sources, targets, tokens_per_batch=budget, bucket_width=width)
+    assert [length for length, _, _ in batches.buckets] == sorted(expected, reverse=True)
+    for length, size, indices in batches.buckets:
+        assert indices.tolist() == expected[length]
+        most = max(1, budget // length)
+        assert size == -(-len(indices) // -(-len(indices) // most)) <= most
