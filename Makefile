@@ -17,6 +17,12 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 export KERAS_HOME ?= $(CURDIR)/.cache/keras
 export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# JAX keeps its compiled functions on disk for the run: the tests build many identical small
+# models, and a cache hit skips XLA's compile (measured: decoder and global-attention tests
+# 170 s -> 135 s from an empty cache).
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax-compilation
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
+export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
