@@ -63,7 +63,7 @@ def main(argv=None):
     }
     model = LuongSeq2Seq(len(subwords), len(subwords), units=256, embedding_dim=128, dropout=0.3)
     model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=5.0),
-                  loss=smoothed_loss(0.1, len(subwords)))  # fmt: skip
+                  loss=smoothed_loss(0.1))  # fmt: skip
     print(
         f"keras {keras.__version__}, backend {keras.backend.backend()}; {len(sources)} "
         f"Multi30k pairs, joint BPE {len(subwords)}; the translate recipe (256 units)"

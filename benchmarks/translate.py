@@ -71,24 +71,13 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def smoothed_loss(label_smoothing, vocabulary_size):
+def smoothed_loss(label_smoothing):
     """Cross-entropy of logits against ids with label smoothing `ε`: `(1 - ε)·(-log p(y)) +
-    ε·mean_v(-log p(v))` (Szegedy et al. 2016), masked where the target is padding."""
-    import keras
-    from keras import ops
+    ε·mean_v(-log p(v))` (Szegedy et al. 2016), the mean over the tokens that are not padding:
+    keras-luong's `SequenceLoss`, which a saved model loads with."""
+    from keras_luong.losses import SequenceLoss
 
-    class SmoothedCrossentropy(keras.losses.Loss):
-        def call(self, y_true, y_pred):
-            log_probabilities = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)
-            ids = ops.expand_dims(ops.cast(y_true, "int32"), -1)
-            true = -ops.squeeze(ops.take_along_axis(log_probabilities, ids, axis=-1), -1)
-            uniform = -ops.mean(log_probabilities, axis=-1)
-            loss = (1 - label_smoothing) * true + label_smoothing * uniform
-            return ops.where(ops.equal(y_true, 0), 0.0, loss)
-
-    if label_smoothing == 0:
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return SmoothedCrossentropy(name="smoothed_crossentropy")
+    return SequenceLoss(label_smoothing=label_smoothing)
 
 
 def keras_native_model(vocabulary_size, units, embedding_dim, dropout):
@@ -275,7 +264,7 @@ def main(argv=None):
     print(recipe, flush=True)
     model.compile(
         optimizer=keras.optimizers.Adam(args.learning_rate, clipnorm=args.clipnorm),
-        loss=smoothed_loss(args.label_smoothing, len(subwords)),
+        loss=smoothed_loss(args.label_smoothing),
     )
 
     validation_en, validation_de = data["validation"]
