@@ -35,6 +35,10 @@ class LuongDecoder(keras.layers.Layer):
         attention: A keras-luong attention layer with `attentional_units` set; its state, if it
             keeps one (`MonotonicAttention`), travels in the decoder's states.
         input_feeding: Feed `h̃_{t-1}` to the cell at step `t`. Defaults to `True`.
+        output_attention: Output `h̃_t` (the paper's, the default) or, with `False`, the
+            cell's `h_t` at every step while `h̃_t` is still fed to the next one, as
+            tensorflow-addons' `AttentionWrapper(output_attention=False)` (needs
+            `input_feeding=True`).
         **kwargs: Base layer keyword arguments.
 
     Call arguments:
@@ -80,7 +84,7 @@ class LuongDecoder(keras.layers.Layer):
     True
     """
 
-    def __init__(self, cell, attention, input_feeding=True, **kwargs):
+    def __init__(self, cell, attention, input_feeding=True, output_attention=True, **kwargs):
         super().__init__(**kwargs)
         self.input_feeding = input_feeding
         self.rnn = None
@@ -93,8 +97,13 @@ class LuongDecoder(keras.layers.Layer):
             # is never built), so the cell the user holds is the one trained and saved.
             self.rnn.cell = cell
         self.cell = InputFeedingCell(
-            cell, attention, input_feeding=input_feeding, dtype=self.dtype_policy
+            cell,
+            attention,
+            input_feeding=input_feeding,
+            output_attention=output_attention,
+            dtype=self.dtype_policy,
         )
+        self.output_attention = self.cell.output_attention
         self.attention = attention
         self.units = self.cell.units
         self.supports_masking = True
@@ -178,7 +187,7 @@ class LuongDecoder(keras.layers.Layer):
             )
             return [attentional, *weights], new_states
 
-        outputs_like = [ops.zeros((batch, self.units), dtype=self.compute_dtype)]
+        outputs_like = [ops.zeros((batch, self.cell.output_size), dtype=self.compute_dtype)]
         if return_attention_scores:
             outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
         (outputs, *weights), states = self.run_steps(
@@ -267,8 +276,9 @@ class LuongDecoder(keras.layers.Layer):
         return sequence, cell_states
 
     def compute_output_shape(self, inputs_shape, value_shape):
-        """`h̃` for every target step: `(batch_size, T, units)`."""
-        return (*inputs_shape[:2], self.units)
+        """`h̃` (or `h` with `output_attention=False`) for every target step:
+        `(batch_size, T, output size)`."""
+        return (*inputs_shape[:2], self.cell.output_size)
 
     def compute_output_spec(
         self,
@@ -301,6 +311,7 @@ class LuongDecoder(keras.layers.Layer):
                 "cell": keras.saving.serialize_keras_object(self.cell.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
                 "input_feeding": self.input_feeding,
+                "output_attention": self.output_attention,
             }
         )
         return config

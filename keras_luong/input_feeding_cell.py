@@ -31,6 +31,10 @@ class InputFeedingCell(keras.layers.Layer):
             `MonotonicAttention`, or any `BaseLuongAttention`) with `attentional_units` set (the
             size of `h̃`).
         input_feeding: Whether `h̃_{t-1}` is fed to the cell with `x_t`. Defaults to `True`.
+        output_attention: Whether a step outputs `h̃_t` (the paper's, the default) or the
+            cell's `h_t`, as tensorflow-addons' `AttentionWrapper(output_attention=False)`
+            does: `h̃_t` is still computed and fed to the next step (so this needs
+            `input_feeding=True`), and the states are the same either way.
         **kwargs: Base layer keyword arguments.
 
     Call arguments:
@@ -72,8 +76,15 @@ class InputFeedingCell(keras.layers.Layer):
     [0.0, 0.0]
     """
 
-    def __init__(self, cell, attention, input_feeding=True, **kwargs):
+    def __init__(self, cell, attention, input_feeding=True, output_attention=True, **kwargs):
         super().__init__(**kwargs)
+        if not output_attention and not input_feeding:
+            raise ValueError(
+                "Invalid value for argument output_attention. Without input feeding the "
+                "attention would reach neither the output nor the next step: pass "
+                "input_feeding=True with output_attention=False. Received: "
+                "output_attention=False, input_feeding=False"
+            )
         if not (isinstance(cell, keras.layers.Layer) and hasattr(cell, "state_size")):
             raise ValueError(
                 "Invalid value for argument cell. Expected a Keras RNN cell (a layer with a "
@@ -94,6 +105,7 @@ class InputFeedingCell(keras.layers.Layer):
         self.attention = attention
         self.units = attention.attentional_units
         self.input_feeding = input_feeding
+        self.output_attention = bool(output_attention)
         self.supports_masking = True
 
     @property
@@ -108,7 +120,9 @@ class InputFeedingCell(keras.layers.Layer):
 
     @property
     def output_size(self):
-        return self.units
+        """The size of a step's output: `h̃_t`'s (`units`), or the cell's output with
+        `output_attention=False`."""
+        return self.units if self.output_attention else self.cell_output_size
 
     @property
     def cell_output_size(self):
@@ -212,13 +226,15 @@ class InputFeedingCell(keras.layers.Layer):
         )
         attentional, *weights, attention_state = attended
         new_states = [*keras.tree.flatten(new_cell_states), attentional, *attention_state]
-        return (attentional, new_states, *weights)
+        output = attentional if self.output_attention else hidden
+        return (output, new_states, *weights)
 
     def compute_output_shape(self, inputs_shape, states_shape=None, memory_shape=None):
-        """`((batch_size, units), [state shapes])`: `h̃_t` and the new states, shaped as
-        `state_size` (`None` where the attention keeps one value per source position)."""
+        """`((batch_size, output_size), [state shapes])`: the output (`h̃_t`, or `h_t` with
+        `output_attention=False`) and the new states, shaped as `state_size` (`None` where
+        the attention keeps one value per source position)."""
         batch = inputs_shape[0]
-        return (batch, self.units), [(batch, size) for size in self.state_size]
+        return (batch, self.output_size), [(batch, size) for size in self.state_size]
 
     def state_spec(self, batch_size, source_length):
         """The symbolic states: `KerasTensor`s shaped as `get_initial_state` returns them."""
@@ -240,7 +256,7 @@ class InputFeedingCell(keras.layers.Layer):
         self.check_step_arguments(inputs, states, memory)
         batch, source_length = inputs.shape[0], memory["value"].shape[1]
         result = (
-            keras.KerasTensor((batch, self.units), self.compute_dtype),
+            keras.KerasTensor((batch, self.output_size), self.compute_dtype),
             self.state_spec(batch, source_length),
         )
         if return_attention_scores:
@@ -273,6 +289,7 @@ class InputFeedingCell(keras.layers.Layer):
                 "cell": keras.saving.serialize_keras_object(self.cell),
                 "attention": keras.saving.serialize_keras_object(self.attention),
                 "input_feeding": self.input_feeding,
+                "output_attention": self.output_attention,
             }
         )
         return config

@@ -210,6 +210,22 @@ def test_fit_lowers_the_loss(attention, input_feeding):
 
 
 class TestLuongDecoderLayer(TestCase):
+    def test_layer_bundle_of_cell_outputs(self, tmp_path):
+        # output_attention=False: the cell's h_t out, every weight still trained (h̃ feeds
+        # the next step).
+        self.run_layer_bundle(
+            lambda dtype=None: LuongDecoder(
+                keras.layers.LSTMCell(H, dtype=dtype),
+                ATTENTIONS["global"](dtype=dtype),
+                output_attention=False,
+                dtype=dtype,
+            ),
+            inputs_and_masks(seed=9)[:2],
+            tmp_path,
+            expected_output_shape=(B, T, H),
+            expected_num_trainable_weights=5,
+        )
+
     @pytest.mark.parametrize("attention", sorted(ATTENTIONS))
     @pytest.mark.parametrize("input_feeding", [True, False])
     def test_layer_bundle(self, attention, input_feeding, tmp_path):
@@ -412,3 +428,46 @@ def test_step_decoding_equals_teacher_forcing(case, input_feeding):
     for t in range(steps):
         output, states = decoder.step(inputs[:, t], states, memory, step=t)
         assert_allclose(output, forced[:, t], atol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_output_attention_false_outputs_the_cell_and_keeps_the_states(cell):
+    # tensorflow-addons' AttentionWrapper(output_attention=False): the same weights and
+    # states as the default; each step outputs the cell's h_t (an LSTM's and a GRU's h is
+    # their first state) instead of h̃_t, which still feeds the next step.
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=4)
+    default = LuongDecoder(CELLS[cell](), ATTENTIONS["global"]())
+    outputs, weights, states = default(
+        inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask,
+        return_attention_scores=True, return_state=True,
+    )  # fmt: skip
+    config = {**default.get_config(), "output_attention": False}
+    wrapper_like = LuongDecoder.from_config(config)
+    wrapper_like(inputs, memory)
+    wrapper_like.set_weights(default.get_weights())
+    cell_outputs, cell_weights, cell_states = wrapper_like(
+        inputs, memory, inputs_mask=inputs_mask, value_mask=memory_mask,
+        return_attention_scores=True, return_state=True,
+    )  # fmt: skip
+    assert wrapper_like.get_config()["output_attention"] is False
+    assert tuple(cell_outputs.shape) == (B, T, H) and tuple(outputs.shape) == (B, T, U)
+    assert_allclose(cell_weights, weights)
+    for a, b in zip(cell_states, states, strict=True):
+        assert_allclose(a, b)
+    # Step by step, the output is the cell's new h; padded steps output zeros.
+    states = wrapper_like.get_initial_state(B)
+    prepared = wrapper_like.prepare(memory, memory_mask)
+    mask = to_numpy(inputs_mask)
+    for t in range(T):
+        out, new_states = wrapper_like.step(inputs[:, t], states, prepared, step=t)
+        assert_allclose(out, new_states[0])
+        assert_allclose(to_numpy(cell_outputs[:, t]), to_numpy(out) * mask[:, t : t + 1])
+        keep = inputs_mask[:, t : t + 1]
+        states = [keras.ops.where(keep, n, s) for n, s in zip(new_states, states, strict=True)]
+    assert not np.allclose(to_numpy(cell_outputs)[..., :H], to_numpy(outputs)[..., :H])
+
+
+def test_output_attention_false_needs_input_feeding():
+    with pytest.raises(ValueError, match="output_attention=False, input_feeding=False"):
+        LuongDecoder(CELLS["lstm"](), ATTENTIONS["global"](), input_feeding=False,
+                     output_attention=False)  # fmt: skip
