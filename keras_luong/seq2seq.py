@@ -48,6 +48,10 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         window: Half-width `D` of a local window. Defaults to 10.
         max_source_length: Needed by the `"location"` score.
         input_feeding: Feed `h̃_{t-1}` to the decoder at step `t`. Defaults to `True`.
+        output_attention: The vocabulary projection reads `h̃_t` (the paper's, the default)
+            or, with `False`, the decoder LSTM's `h_t` while `h̃_t` is fed to the next step
+            (tensorflow-addons' `AttentionWrapper(output_attention=False)`; needs
+            `input_feeding=True`).
         bidirectional: A biLSTM encoder (else a forward LSTM). Defaults to `True`.
         decoder_layers: Number of stacked LSTM layers in the decoder. Defaults to 1.
         dropout: Dropout on the embeddings and `h̃` during training. Defaults to 0.
@@ -101,6 +105,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         window=10,
         max_source_length=None,
         input_feeding=True,
+        output_attention=True,
         bidirectional=True,
         decoder_layers=1,
         dropout=0.0,
@@ -152,6 +157,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         self.window = window
         self.max_source_length = max_source_length
         self.input_feeding = input_feeding
+        self.output_attention = output_attention
         self.bidirectional = bidirectional
         self.decoder_layers = decoder_layers
         self.dropout = dropout
@@ -216,7 +222,12 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         else:
             cell = cells[0]
         self.decoder = LuongDecoder(
-            cell, attention, input_feeding=input_feeding, dtype=dtype, name="decoder"
+            cell,
+            attention,
+            input_feeding=input_feeding,
+            output_attention=output_attention,
+            dtype=dtype,
+            name="decoder",
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
         self.projection = keras.layers.Dense(target_vocabulary_size, dtype=dtype, name="logits")
@@ -306,6 +317,7 @@ _CONFIG = (
     "window",
     "max_source_length",
     "input_feeding",
+    "output_attention",
     "bidirectional",
     "decoder_layers",
     "dropout",

@@ -32,7 +32,13 @@ SOURCE, TARGET_IN, TARGET_OUT = (
 )
 VARIANTS = {
     "global-feeding": {"alignment": "global", "score_mode": "general"},
-    "local-m-concat": {"alignment": "monotonic", "score_mode": "concat", "window": 3},
+    # The projection reads the LSTM's h_t (AttentionWrapper's output_attention=False).
+    "local-m-cell-output": {
+        "alignment": "monotonic",
+        "score_mode": "concat",
+        "window": 3,
+        "output_attention": False,
+    },
     "local-p-stacked": {"alignment": "predictive", "decoder_layers": 2, "input_feeding": False},
 }
 
@@ -224,8 +230,9 @@ def test_fit_lowers_the_loss():
 
 
 def test_keras_file_round_trip(tmp_path):
-    model = make_model(alignment="monotonic", window=2, decoder_layers=2)
+    model = make_model(alignment="monotonic", window=2, decoder_layers=2, output_attention=False)
     _, loaded = save_and_load(model, tmp_path)
+    assert loaded.get_config()["output_attention"] is False
     assert_allclose(
         loaded.predict((SOURCE, TARGET_IN), verbose=0),
         model.predict((SOURCE, TARGET_IN), verbose=0),
