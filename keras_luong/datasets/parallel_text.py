@@ -1,5 +1,6 @@
 """Parallel text of your own: two aligned text files, plain or gzip-compressed."""
 
+import contextlib
 import gzip
 import os
 
@@ -47,34 +48,19 @@ def iter_lines(file):
     """The lines of `file` (plain, or gzip if named `.gz`) one at a time, decoded as UTF-8 with
     the end-of-line characters dropped, reading a block at a time: memory does not grow with
     the file. Errors are `load_parallel_text`'s, with the line number."""
-    opener = gzip.open if file.endswith(".gz") else open
-    try:
-        with opener(file, "rb") as f:
-            for number, line in enumerate(f, 1):
-                try:
-                    yield line.rstrip(b"\n").rstrip(b"\r").decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise ValueError(
-                        f"The file {file} is not UTF-8 text: line {number}, byte {error.start} "
-                        f"cannot be decoded ({error.reason}). Convert it, e.g. "
-                        "iconv -f latin1 -t utf-8."
-                    ) from None
-    except gzip.BadGzipFile:
-        raise not_gzip(file) from None
+    with open_binary(file) as f:
+        for number, line in enumerate(f, 1):
+            yield decode_utf8(line.rstrip(b"\n").rstrip(b"\r"), file, line=number)
 
 
 def count_lines(file):
     """The number of lines of `file` (plain or gzip), counted a block at a time (a last line
     without an end-of-line character counts)."""
-    opener = gzip.open if file.endswith(".gz") else open
     count, last = 0, b"\n"
-    try:
-        with opener(file, "rb") as f:
-            while block := f.read(1 << 22):
-                count += block.count(b"\n")
-                last = block[-1:]
-    except gzip.BadGzipFile:
-        raise not_gzip(file) from None
+    with open_binary(file) as f:
+        while block := f.read(1 << 22):
+            count += block.count(b"\n")
+            last = block[-1:]
     return count + (last != b"\n")
 
 
@@ -87,24 +73,36 @@ def paired(sources, targets, source_name, target_name):
     return sources, targets
 
 
-def read_bytes(file):
-    """The bytes of `file`, decompressed if its name ends in `.gz`; a `.gz` name on a file
-    that is not gzip is a `ValueError` naming the file."""
+@contextlib.contextmanager
+def open_binary(file):
+    """`file` opened for reading bytes, decompressed if its name ends in `.gz`; a `.gz` name on
+    a file that is not gzip is a `ValueError` naming the file (when it is read)."""
     opener = gzip.open if file.endswith(".gz") else open
     try:
         with opener(file, "rb") as f:
-            return f.read()
+            yield f
     except gzip.BadGzipFile:
-        raise not_gzip(file) from None
+        raise ValueError(
+            f"The file {file} is named .gz but is not gzip-compressed: rename it without .gz, "
+            "or compress it."
+        ) from None
 
 
-def decode_utf8(content, file):
-    """`content` decoded as UTF-8; anything else is a `ValueError` naming the file and where."""
+def read_bytes(file):
+    """The bytes of `file`, decompressed if its name ends in `.gz` (see `open_binary`)."""
+    with open_binary(file) as f:
+        return f.read()
+
+
+def decode_utf8(content, file, line=None):
+    """`content` decoded as UTF-8; anything else is a `ValueError` naming the file, the line
+    if given, and the byte."""
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError as error:
+        where = f"line {line}, byte {error.start}" if line else f"byte {error.start}"
         raise ValueError(
-            f"The file {file} is not UTF-8 text: byte {error.start} cannot be decoded "
+            f"The file {file} is not UTF-8 text: {where} cannot be decoded "
             f"({error.reason}). Convert it, e.g. iconv -f latin1 -t utf-8."
         ) from None
 
@@ -115,10 +113,3 @@ def lines_of(text):
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip("\r") for line in lines]
-
-
-def not_gzip(file):
-    return ValueError(
-        f"The file {file} is named .gz but is not gzip-compressed: rename it without .gz, "
-        "or compress it."
-    )

@@ -243,11 +243,11 @@ def prepare_corpus(
     os.makedirs(directory, exist_ok=True)
     say = print if verbose else lambda *args: None
 
-    pairs = count_lines(source_file)
-    if count_lines(target_file) != pairs:
+    pairs, target_lines = count_lines(source_file), count_lines(target_file)
+    if target_lines != pairs:
         raise ValueError(
             "Expected the same number of lines on both sides. Received: "
-            f"{pairs} lines in {source_file}, {count_lines(target_file)} in {target_file}"
+            f"{pairs} lines in {source_file}, {target_lines} in {target_file}"
         )
     if not pairs:
         raise ValueError(
@@ -310,7 +310,9 @@ def prepare_corpus(
         )
 
     lengths = {side: np.concatenate(lengths[side]) for side in SIDES}
-    longest = max(int(lengths[side].max()) for side in SIDES)
+    counts = {side: {"tokens": int(lengths[side].sum()), "longest": int(lengths[side].max())}
+              for side in SIDES}  # fmt: skip
+    longest = max(count["longest"] for count in counts.values())
     lengths_dtype = "uint16" if longest < 1 << 16 else "int32"
     for side in SIDES:
         lengths[side].astype(lengths_dtype).tofile(os.path.join(directory, f"{side}.lengths"))
@@ -337,9 +339,8 @@ def prepare_corpus(
             "seed": seed,
         },
         "seconds": round(time.time() - started, 1),
+        **counts,
     }
-    for side in SIDES:
-        info[side] = {"tokens": int(lengths[side].sum()), "longest": int(lengths[side].max())}
     with open(info_path + ".partial", "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1)
     os.replace(info_path + ".partial", info_path)
