@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_luong.checks import check_floating, check_mask, check_rank
 from keras_luong.input_feeding_cell import InputFeedingCell, deserialize_nested
-from keras_luong.loops import masked_scan, predraw_cell_dropout, reset_cell_dropout
+from keras_luong.loops import masked_scan, predraw_cell_dropout, reset_cell_dropout, step_call
 
 # Cells that have a fused Keras layer (cuDNN on a GPU) for the no-input-feeding fast path.
 _FUSED_LAYERS = {keras.layers.LSTMCell: keras.layers.LSTM, keras.layers.GRUCell: keras.layers.GRU}
@@ -129,7 +129,8 @@ class LuongDecoder(keras.layers.Layer):
         """One decoding step, the loop's own code: returns `(h̃_t, new_states)` (and the
         weights `(batch_size, S)` if asked for). `memory` is `self.prepare(value,
         value_mask)`, computed once per source; `states` starts as `get_initial_state()`."""
-        return self.cell(
+        return step_call(
+            self.cell,
             inputs,
             states,
             memory,

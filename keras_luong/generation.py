@@ -67,7 +67,7 @@ class Seq2SeqGenerator(keras.Model):
         keep_attention = getattr(self.sampler, "needs_attention", False)
 
         def next(prompt, cache, index):
-            token = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])[:, 0]
+            token = prompt[:, index - 1]
             states = cache["states"] if keep_attention else cache
             logits, attentional, states, *weights = model.next_token_logits(
                 token, list(states), memory, index - 1, return_attention_scores=keep_attention

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import check_rank
+from keras_luong.loops import step_call
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -110,7 +111,7 @@ class InputFeedingCell(keras.layers.Layer):
 
     @property
     def cell_state_size(self):
-        return keras.tree.flatten(self.cell.state_size)
+        return _flat_sizes(self.cell.state_size)
 
     @property
     def state_size(self):
@@ -214,8 +215,9 @@ class InputFeedingCell(keras.layers.Layer):
         if self.input_feeding:
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
         cell_states = keras.tree.pack_sequence_as(self.cell.state_size, cell_states)
-        hidden, new_cell_states = self.cell(inputs, cell_states, training=training)
-        attended = self.attention(
+        hidden, new_cell_states = step_call(self.cell, inputs, cell_states, training=training)
+        attended = step_call(
+            self.attention,
             hidden,
             memory=memory,
             initial_state=list(attention_state),
@@ -300,6 +302,14 @@ class InputFeedingCell(keras.layers.Layer):
         # Files from keras-luong 0.1.0 store units, which always equalled the attention's.
         config.pop("units", None)
         return cls(**config)
+
+
+def _flat_sizes(size):
+    """A cell's `state_size` (an int, or nested lists of ints) as a flat list, read at every
+    step: plain Python, where `keras.tree.flatten` costs tens of microseconds on torch."""
+    if isinstance(size, (list, tuple)):
+        return [flat for sub in size for flat in _flat_sizes(sub)]
+    return [size]
 
 
 def deserialize_nested(config):

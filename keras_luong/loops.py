@@ -2,6 +2,9 @@
 from `layers/rnn`): a masked scan over time that compiles on every backend, and the pre-drawing
 of a Keras RNN cell's dropout masks that a loop needs."""
 
+import functools
+import inspect
+
 import keras
 from keras import ops
 
@@ -101,3 +104,45 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
         maximum_iterations=steps,
     )
     return [ops.transpose(b, (1, 0, *range(2, len(b.shape)))) for b in buffers], states
+
+
+def step_call(layer, *args, **kwargs):
+    """`layer(*args, **kwargs)` for one step of a loop outside training: `layer.call`
+    directly once the layer is built and its policy computes in its variables' dtype, with
+    backend tensors for arguments. Keras' `__call__` then has nothing left to do for the step
+    (no build, no conversion, no mask, no autocast, no random state to track), and on an
+    eager backend (torch) its bookkeeping is a large share of a step. Arrays and symbolic
+    tensors go through `__call__`, which converts them or traces."""
+    policy = layer.dtype_policy
+    if (
+        kwargs.get("training")
+        or not layer.built
+        or policy.compute_dtype != policy.variable_dtype
+        or not _takes(type(layer), kwargs)
+        or not all(_tensors(arg) for arg in args)
+    ):
+        return layer(*args, **kwargs)
+    return layer.call(*args, **kwargs)
+
+
+@functools.cache
+def _call_arguments(layer_class):
+    """The keyword arguments a layer class's `call` takes (`None`: any, with `**kwargs`)."""
+    parameters = inspect.signature(layer_class.call).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
+
+
+def _takes(layer_class, kwargs):
+    names = _call_arguments(layer_class)
+    return names is None or set(kwargs) <= names
+
+
+def _tensors(arg):
+    """Whether a positional argument is backend tensors (one level of list, tuple or dict)."""
+    if isinstance(arg, dict):
+        arg = list(arg.values())
+    if isinstance(arg, (list, tuple)):
+        return all(ops.is_tensor(x) for x in arg)
+    return ops.is_tensor(arg)

@@ -13,6 +13,8 @@ from keras_luong.checks import (
     check_token_ids,
 )
 from keras_luong.decoder import LuongDecoder
+from keras_luong.loops import step_call
+from keras_luong.masked_lstm import run_encoder
 from keras_luong.vocabulary import Vocabulary
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
@@ -238,7 +240,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         source = known_ids(source, self.source_vocabulary_size)
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
-        value, *states = self.encoder(embedded, mask=source_mask, training=training)
+        value, *states = run_encoder(self.encoder, embedded, source_mask, training)
         if self.bidirectional:
             forward_h, forward_c, backward_h, backward_c = states
             h = ops.concatenate([forward_h, backward_h], axis=-1)
@@ -279,11 +281,11 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         step's attention weights `(batch_size, S)` if asked for); `memory` is
         `self.decoder.prepare(value, value_mask)`, prepared once per source."""
         # A one-token sequence, sliced: the padding mask of a single step means nothing here.
-        embedded = self.target_embedding(token[:, None])[:, 0]
+        embedded = step_call(self.target_embedding, token)
         attentional, states, *weights = self.decoder.step(
             embedded, states, memory, step=step, return_attention_scores=return_attention_scores
         )
-        return (self.projection(attentional), attentional, states, *weights)
+        return (step_call(self.projection, attentional), attentional, states, *weights)
 
     def check_data(self, x, y=None):
         """Checks the token ids of `(source, target_in)` (a tuple or a dict) and `y` given as

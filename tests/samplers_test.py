@@ -100,6 +100,18 @@ def test_greedy_takes_the_most_probable_token_row_by_row():
             previous = expected
 
 
+def test_greedy_takes_the_first_of_tied_tokens():
+    """Ties go to the lowest id on every backend (numpy's argmax), wherever they fall in a
+    large vocabulary."""
+    rng = np.random.default_rng(0)
+    logits = rng.integers(0, 3, (5, 4001)).astype("float32")  # many ties of the maximum
+    logits[1, 0] = logits[2, 4000] = 9.0
+    sampler = GreedySampler()
+    got = ops.convert_to_numpy(sampler.get_next_token(sampler.compute_probabilities(logits)))
+    np.testing.assert_array_equal(got, np.argmax(logits, axis=-1))
+    assert got[1] == 0 and got[2] == 4000 and got[0] == np.flatnonzero(logits[0] == 2)[0]
+
+
 def test_keras_hub_samplers_agree():
     """keras-hub's samplers share the call convention: its greedy one decodes as ours."""
     keras_hub = pytest.importorskip("keras_hub")

@@ -1,5 +1,6 @@
 """The base of keras-luong's samplers: the decoding loop in keras-hub's call convention."""
 
+import keras
 from keras import ops
 
 from keras_luong.checks import check_integer, check_number
@@ -89,7 +90,7 @@ class Sampler:
             token = self.get_next_token(self.compute_probabilities(logits))
             token = ops.cast(token, prompt.dtype)
             token = ops.where(mask[:, index], prompt[:, index], token)
-            prompt = ops.slice_update(prompt, [0, index], token[:, None])
+            prompt = write_column(prompt, index, token)
             return prompt, cache, index + 1, mask
 
         prompt, *_ = ops.while_loop(
@@ -120,6 +121,17 @@ class Sampler:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def write_column(prompt, index, column):
+    """`prompt` `(rows, length)` with `column` `(rows,)` written at position `index` (a
+    scalar tensor). A dynamic update slice where the loop is compiled; on eager torch, where
+    Keras' `slice_update` with a tensor index builds index tensors at every step, a select
+    against the positions (two ops, the same result)."""
+    if keras.backend.backend() == "torch":
+        positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
+        return ops.where(positions[None] == index, column[:, None], prompt)
+    return ops.slice_update(prompt, [0, index], column[:, None])
 
 
 def pad_after_end(ids, stop_token_ids):

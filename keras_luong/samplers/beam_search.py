@@ -6,7 +6,7 @@ from keras import ops, tree
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
 from keras_luong.samplers import penalties
-from keras_luong.samplers.base import Sampler, is_any
+from keras_luong.samplers.base import Sampler, is_any, write_column
 from keras_luong.samplers.top_k import top_k_indices
 
 
@@ -264,7 +264,7 @@ class BeamSearchSampler(Sampler):
             next_token = ops.cast(next_token, prompt.dtype)
             next_token = ops.where(mask[:, index], prompt[:, index], next_token)
             finished = ops.logical_or(finished, is_any(next_token, stop_token_ids))
-            prompt = ops.slice_update(prompt, [0, index], next_token[:, None])
+            prompt = write_column(prompt, index, next_token)
             return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
 
         prompt, _, _, _, log_probs, _, lengths, attention_sums = ops.while_loop(

@@ -41,6 +41,10 @@ class GreedySampler(Sampler):
         return ops.cast(logits, "float32")
 
     def get_next_token(self, probabilities):
-        # The first index of the maximum, as `argmax`, by a max and a min-index: XLA's CPU
-        # argmax (a two-operand reduction) is the slower (see `top_k_indices`).
+        # The first index of the maximum. Compiled backends take it by a max and a min-index
+        # (XLA's CPU argmax, a two-operand reduction, is the slower: see `top_k_indices`);
+        # eager torch by its argmax, one op where those are a dozen (torch documents the
+        # first maximal index too).
+        if keras.backend.backend() == "torch":
+            return ops.argmax(probabilities, axis=-1)
         return top_k_indices(probabilities, 1)[:, 0]

@@ -1,0 +1,134 @@
+"""keras_luong.masked_lstm: the encoder's masked LSTM as a loop of tensor arithmetic equals
+Keras' masked `LSTM` and `Bidirectional(LSTM)` (outputs, states and gradients) for right,
+left and inner padding and a row with no valid step, on every backend."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_luong.masked_lstm import _lstm_layers, lstm_sequence, run_encoder
+from tests.test_case import assert_allclose, gradients, random
+
+MASK = np.array(
+    [
+        [1, 1, 1, 1, 1, 1, 1],  # no padding
+        [1, 1, 1, 1, 0, 0, 0],  # right padding
+        [0, 0, 1, 1, 1, 1, 1],  # left padding
+        [1, 1, 0, 0, 1, 1, 0],  # inner padding
+        [0, 0, 0, 0, 0, 0, 0],  # nothing valid
+    ],
+    bool,
+)
+INPUTS = random((5, 7, 3), seed=1, low=-2.0, high=2.0)
+
+
+def encoder(bidirectional, use_bias=True, seed=0):
+    keras.utils.set_random_seed(seed)
+    # A bias far from the initial zeros, so that a step wrongly taken shows.
+    lstm = keras.layers.LSTM(
+        4,
+        return_sequences=True,
+        return_state=True,
+        use_bias=use_bias,
+        bias_initializer="random_normal",
+    )
+    layer = keras.layers.Bidirectional(lstm) if bidirectional else lstm
+    layer(INPUTS, mask=MASK)
+    return layer
+
+
+def ours(layer, inputs, mask):
+    """`lstm_sequence` for every direction of `layer`, joined as Keras joins them."""
+    if isinstance(layer, keras.layers.Bidirectional):
+        forward = lstm_sequence(layer.forward_layer, inputs, mask)
+        backward = lstm_sequence(layer.backward_layer, inputs, mask)
+        return [ops.concatenate([forward[0], backward[0]], axis=-1), *forward[1:], *backward[1:]]
+    return list(lstm_sequence(layer, inputs, mask))
+
+
+@pytest.mark.parametrize("bidirectional, use_bias", [(True, True), (False, True), (False, False)])
+def test_outputs_and_states_equal_keras_masked_lstm(bidirectional, use_bias):
+    layer = encoder(bidirectional, use_bias)
+    expected = layer(INPUTS, mask=MASK)
+    got = ours(layer, INPUTS, MASK)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+    sequence = ops.convert_to_numpy(got[0])
+    if bidirectional:  # Keras zeroes a Bidirectional's padded outputs
+        assert np.all(sequence[~MASK] == 0)
+    else:  # a plain LSTM repeats the last output at a padded step
+        np.testing.assert_array_equal(sequence[1, 4:], np.repeat(sequence[1, 3:4], 3, axis=0))
+    # The row with nothing valid keeps its zero initial states.
+    for state in got[1:]:
+        assert np.all(ops.convert_to_numpy(state)[4] == 0)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_gradients_equal_keras_masked_lstm(bidirectional):
+    layer = encoder(bidirectional)
+    weights = [random(tuple(x.shape), seed=i + 2) for i, x in enumerate(layer(INPUTS, mask=MASK))]
+
+    def loss(outputs):
+        return sum(
+            ops.sum(o * ops.convert_to_tensor(w)) for o, w in zip(outputs, weights, strict=True)
+        )
+
+    class Keras(keras.layers.Layer):
+        def call(self, x):
+            return layer(x, mask=MASK)
+
+    class Ours(keras.layers.Layer):
+        def call(self, x):
+            return ours(layer, x, MASK)
+
+    expected_variables, (expected_inputs,) = gradients(_wrap(Keras(), layer), loss, [INPUTS])
+    got_variables, (got_inputs,) = gradients(_wrap(Ours(), layer), loss, [INPUTS])
+    assert len(got_variables) == len(layer.trainable_weights)
+    for a, b in zip(got_variables, expected_variables, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got_inputs, expected_inputs, atol=1e-5, rtol=1e-5)
+    # Padded inputs get no gradient (a step wrongly taken would give them one).
+    assert np.all(got_inputs[~MASK] == 0)
+
+
+def _wrap(wrapper, layer):
+    """`wrapper` tracking `layer`, so its trainable variables are the LSTM's."""
+    wrapper.inner = layer
+    wrapper.build((None, 7, 3))
+    return wrapper
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_run_encoder_equals_the_keras_call(padded):
+    layer = encoder(True)
+    mask = MASK[:4] if padded else np.ones((4, 7), bool)
+    inputs = ops.convert_to_tensor(INPUTS[:4])
+    expected = layer(inputs, mask=mask)
+    got = run_encoder(layer, inputs, ops.convert_to_tensor(mask))
+    for a, b in zip(got, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_layers_it_does_not_cover_are_called_as_they_are():
+    """A GRU or another activation: the layer's own call; an LSTM with dropout: its own call
+    in training only."""
+    keras.utils.set_random_seed(0)
+    mask = ops.convert_to_tensor(MASK[:4])
+    inputs = ops.convert_to_tensor(INPUTS[:4])
+    for layer in (
+        keras.layers.GRU(4, return_sequences=True, return_state=True),
+        keras.layers.LSTM(4, activation="relu", return_sequences=True, return_state=True),
+    ):
+        layer(inputs, mask=mask)
+        assert _lstm_layers(layer, training=False) is None
+        expected = layer(inputs, mask=mask)
+        got = run_encoder(layer, inputs, mask)
+        for a, b in zip(got, expected, strict=True):
+            assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+    dropout = keras.layers.LSTM(4, recurrent_dropout=0.5, return_sequences=True, return_state=True)
+    dropout(inputs, mask=mask)
+    assert _lstm_layers(dropout, training=True) is None
+    assert _lstm_layers(dropout, training=False) == [dropout]
+    assert _lstm_layers(encoder(True), training=True) is not None
