@@ -30,8 +30,7 @@ def run_encoder(encoder, inputs, mask, training=None):
         return encoder(inputs, training=training)
     results = [lstm_sequence(layer, inputs, mask) for layer in layers]
     if len(results) == 1:
-        sequence, h, c = results[0]
-        return [sequence, h, c]
+        return list(results[0])
     (forward, forward_h, forward_c), (backward, backward_h, backward_c) = results
     sequence = ops.concatenate([forward, backward], axis=-1)
     return [sequence, forward_h, forward_c, backward_h, backward_c]
@@ -75,13 +74,11 @@ def lstm_sequence(layer, inputs, mask):
     projected = ops.matmul(inputs, kernel)  # (B, T, 4u): every step's input projection at once
     keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
     batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-    h = ops.zeros((batch, units), kernel.dtype)
-    c = ops.zeros((batch, units), kernel.dtype)
-    zero = ops.zeros_like(h)
+    zero = ops.zeros((batch, units), kernel.dtype)
+    h = c = output = zero
     zero_output = getattr(layer, "zero_output_for_mask", False)
     outputs = [None] * steps
     order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
-    output = zero
     for t in order:
         # The order of Keras' LSTMCell: x W, + h U, + b.
         z = projected[:, t] + h @ recurrent

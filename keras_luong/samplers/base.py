@@ -127,7 +127,7 @@ def write_column(prompt, index, column):
     """`prompt` `(rows, length)` with `column` `(rows,)` written at position `index` (a
     scalar tensor). A dynamic update slice where the loop is compiled; on eager torch, where
     Keras' `slice_update` with a tensor index builds index tensors at every step, a select
-    against the positions (two ops, the same result)."""
+    against the positions (the same result in fewer ops)."""
     if keras.backend.backend() == "torch":
         positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
         return ops.where(positions[None] == index, column[:, None], prompt)
