@@ -1,6 +1,7 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
 from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
+from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.decoder import LuongDecoder
 from keras_luong.global_attention import GlobalAttention
@@ -14,6 +15,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BahdanauAttention",
+    "BahdanauCell",
+    "BahdanauDecoder",
     "BahdanauMonotonicAttention",
     "BaseLuongAttention",
     "BeamSearchSampler",

@@ -26,18 +26,13 @@ def _hard_monotonic(window, max_source_length, **arguments):
     )
 
 
-def _bahdanau(window, max_source_length, attentional_units, **arguments):
-    return BahdanauAttention(attentional_units, attentional_units=attentional_units, **arguments)
+def _bahdanau(window, max_source_length, score_units, **arguments):
+    return BahdanauAttention(score_units, **arguments)
 
 
-def _bahdanau_hard_monotonic(window, max_source_length, attentional_units, **arguments):
+def _bahdanau_hard_monotonic(window, max_source_length, score_units, **arguments):
     return BahdanauMonotonicAttention(
-        attentional_units,
-        mode="parallel",
-        inference_mode="hard",
-        sigmoid_noise=1.0,
-        attentional_units=attentional_units,
-        **arguments,
+        score_units, mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **arguments
     )
 
 
@@ -53,11 +48,13 @@ ALIGNMENTS = tuple(ATTENTION_FOR)
 BAHDANAU_ATTENTION_FOR = {"global": _bahdanau, "hard-monotonic": _bahdanau_hard_monotonic}
 
 
-def make_attention(alignment, window=10, max_source_length=None, **arguments):
+def make_attention(alignment, window=10, max_source_length=None, score_units=None, **arguments):
     """The attention layer of `alignment` (one of `ALIGNMENTS`), with `arguments` (score mode,
     attentional units, dropout, dtype, name). `score_mode="bahdanau"` gives Bahdanau's
-    attention, global or hard-monotonic."""
+    attention, global or hard-monotonic, with `score_units` units (the attentional units
+    when `None`)."""
     if arguments.get("score_mode") == "bahdanau":
+        arguments["score_units"] = score_units or arguments.get("attentional_units")
         arguments.pop("score_mode")
         if alignment not in BAHDANAU_ATTENTION_FOR:
             raise ValueError(

@@ -3,16 +3,173 @@ import warnings
 import keras
 from keras import ops
 
+from keras_luong.attention_cell import deserialize_nested
 from keras_luong.checks import check_floating, check_mask, check_rank
-from keras_luong.input_feeding_cell import InputFeedingCell, deserialize_nested
+from keras_luong.input_feeding_cell import InputFeedingCell
 from keras_luong.loops import masked_scan, predraw_cell_dropout, reset_cell_dropout, step_call
 
 # Cells that have a fused Keras layer (cuDNN on a GPU) for the no-input-feeding fast path.
 _FUSED_LAYERS = {keras.layers.LSTMCell: keras.layers.LSTM, keras.layers.GRUCell: keras.layers.GRU}
 
 
+class AttentionDecoder(keras.layers.Layer):
+    """The loop `LuongDecoder` and `BahdanauDecoder` share: a one-step layer (an
+    `AttentionCell`, `self.cell`, made by the subclass with `self.attention` and
+    `self.units`) run over a whole target sequence by `run_steps`, and one step at a time by
+    `step`, the same code; the value prepared into a memory once per sequence."""
+
+    def build(self, inputs_shape, value_shape):
+        check_rank("inputs", inputs_shape, (3,))
+        self.cell.build_attention(value_shape)
+        self.cell.build(inputs_shape)
+
+    def get_initial_state(self, batch_size, cell_states=None, memory=None, source_length=None):
+        """The states of `step`: see `InputFeedingCell.get_initial_state` (`memory`, from
+        `prepare`, is needed by an attention that keeps a state, `MonotonicAttention`)."""
+        return self.cell.get_initial_state(batch_size, cell_states, memory, source_length)
+
+    def prepare(self, value, value_mask=None):
+        """The memory `step()` attends to: the encoder states prepared once per source,
+        `attention.prepare(value, value_mask)`."""
+        return self.cell.prepare(value, value_mask)
+
+    def step(self, inputs, states, memory, step=None, training=None, return_attention_scores=False):
+        """One decoding step, the loop's own code: returns `(h̃_t, new_states)` (and the
+        weights `(batch_size, S)` if asked for). `memory` is `self.prepare(value,
+        value_mask)`, computed once per source; `states` starts as `get_initial_state()`."""
+        return step_call(
+            self.cell,
+            inputs,
+            states,
+            memory,
+            step=step,
+            training=training,
+            return_attention_scores=return_attention_scores,
+        )
+
+    def call(
+        self,
+        inputs,
+        value,
+        initial_state=None,
+        inputs_mask=None,
+        value_mask=None,
+        training=None,
+        return_attention_scores=False,
+        return_state=False,
+        memory_mask=None,
+    ):
+        value_mask = _renamed_value_mask(value_mask, memory_mask)
+        check_rank("inputs", inputs.shape, (3,))
+        check_floating("inputs", inputs)
+        batch = ops.shape(inputs)[0]
+        memory = self.prepare(value, value_mask)
+        states = self.cell.get_initial_state(batch, initial_state, memory)
+        inputs_mask = check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
+        if inputs_mask is not None:
+            # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
+            # or the gradients.
+            keep = ops.expand_dims(inputs_mask, -1)
+            inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
+        outputs, weights, states = self.run_sequence(
+            inputs, memory, states, inputs_mask, training, return_attention_scores
+        )
+        result = [outputs]
+        if return_attention_scores:
+            result.append(weights)
+        if return_state:
+            result.append(states)
+        return result[0] if len(result) == 1 else tuple(result)
+
+    def run_sequence(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
+        """The whole target sequence: `(outputs, weights or None, final states)`. Every
+        step in turn, by `run_steps`."""
+        return self._loop(inputs, memory, states, inputs_mask, training, return_attention_scores)
+
+    def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
+        batch = ops.shape(inputs)[0]
+
+        def step(x_t, states, t, memory):
+            attentional, new_states, *weights = self.cell(
+                x_t,
+                states,
+                memory,
+                step=t,
+                training=training,
+                return_attention_scores=return_attention_scores,
+            )
+            return [attentional, *weights], new_states
+
+        outputs_like = [ops.zeros((batch, self.cell.output_size), dtype=self.compute_dtype)]
+        if return_attention_scores:
+            outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
+        (outputs, *weights), states = self.run_steps(
+            step, states, inputs, inputs_mask, memory, inputs.shape[-1], outputs_like, training
+        )
+        return outputs, (weights[0] if weights else None), states
+
+    def run_steps(
+        self, step_fn, states, inputs, inputs_mask, memory, input_size, outputs_like, training
+    ):
+        """The decoder's loop: `step_fn(x_t, states, t, memory) -> (outputs, new_states)` over
+        the time axis of `inputs` (a tensor or a tuple of `(B, T, ...)` tensors), by
+        `loops.masked_scan`, `states` starting with the cell's. Every random draw happens
+        before the loop (a draw inside a compiled JAX loop leaks its seed's state): the
+        attention's for all steps, into the memory, and the cell's own for an input of
+        `input_size` (Keras' RNN does the same for its cells)."""
+        first = keras.tree.flatten(inputs)[0]
+        batch, steps = ops.shape(first)[0], ops.shape(first)[1]
+        memory = self.attention.draw_ahead(memory, steps, training)
+        width = self.cell.rnn_input_size(input_size)
+        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
+        cell_states = states[: len(self.cell.cell_state_size)]
+        predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
+        try:
+            return masked_scan(
+                lambda x_t, states, t: step_fn(x_t, states, t, memory),
+                states,
+                inputs,
+                inputs_mask,
+                outputs_like,
+            )
+        finally:
+            reset_cell_dropout(self.cell.cell)
+
+    def compute_output_shape(self, inputs_shape, value_shape):
+        """A step's output for every target step: `(batch_size, T, output size)`."""
+        return (*inputs_shape[:2], self.cell.output_size)
+
+    def compute_output_spec(
+        self,
+        inputs,
+        value,
+        initial_state=None,
+        inputs_mask=None,
+        value_mask=None,
+        training=None,
+        return_attention_scores=False,
+        return_state=False,
+        memory_mask=None,
+    ):
+        check_rank("inputs", inputs.shape, (3,))
+        shape = self.compute_output_shape(inputs.shape, value.shape)
+        result = [keras.KerasTensor(shape, self.compute_dtype)]
+        if return_attention_scores:
+            result.append(keras.KerasTensor((*inputs.shape[:2], value.shape[1]), "float32"))
+        if return_state:
+            result.append(self.cell.state_spec(inputs.shape[0], value.shape[1]))
+        return result[0] if len(result) == 1 else tuple(result)
+
+    def compute_mask(self, inputs, previous_mask):
+        return previous_mask
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**deserialize_nested(config))
+
+
 @keras.saving.register_keras_serializable(package="keras_luong")
-class LuongDecoder(keras.layers.Layer):
+class LuongDecoder(AttentionDecoder):
     """A Luong attention decoder run over a whole target sequence (teacher forcing).
 
     For each target step `t` it runs an `InputFeedingCell`: the RNN cell on `[x_t; h̃_{t-1}]`,
@@ -109,119 +266,15 @@ class LuongDecoder(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, inputs_shape, value_shape):
-        check_rank("inputs", inputs_shape, (3,))
-        self.cell.build(inputs_shape)
-        self.cell.build_attention(value_shape)
+        super().build(inputs_shape, value_shape)
         if self.rnn is not None and not self.rnn.built:
             self.rnn.build(inputs_shape)
 
-    def get_initial_state(self, batch_size, cell_states=None, memory=None, source_length=None):
-        """The states of `step`: see `InputFeedingCell.get_initial_state` (`memory`, from
-        `prepare`, is needed by an attention that keeps a state, `MonotonicAttention`)."""
-        return self.cell.get_initial_state(batch_size, cell_states, memory, source_length)
-
-    def prepare(self, value, value_mask=None):
-        """The memory `step()` attends to: the encoder states prepared once per source,
-        `attention.prepare(value, value_mask)`."""
-        return self.cell.prepare(value, value_mask)
-
-    def step(self, inputs, states, memory, step=None, training=None, return_attention_scores=False):
-        """One decoding step, the loop's own code: returns `(h̃_t, new_states)` (and the
-        weights `(batch_size, S)` if asked for). `memory` is `self.prepare(value,
-        value_mask)`, computed once per source; `states` starts as `get_initial_state()`."""
-        return step_call(
-            self.cell,
-            inputs,
-            states,
-            memory,
-            step=step,
-            training=training,
-            return_attention_scores=return_attention_scores,
-        )
-
-    def call(
-        self,
-        inputs,
-        value,
-        initial_state=None,
-        inputs_mask=None,
-        value_mask=None,
-        training=None,
-        return_attention_scores=False,
-        return_state=False,
-        memory_mask=None,
-    ):
-        value_mask = _renamed_value_mask(value_mask, memory_mask)
-        check_rank("inputs", inputs.shape, (3,))
-        check_floating("inputs", inputs)
-        batch = ops.shape(inputs)[0]
-        memory = self.prepare(value, value_mask)
-        states = self.cell.get_initial_state(batch, initial_state, memory)
-        inputs_mask = check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
-        if inputs_mask is not None:
-            # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
-            # or the gradients.
-            keep = ops.expand_dims(inputs_mask, -1)
-            inputs = ops.where(keep, inputs, ops.zeros_like(inputs))
+    def run_sequence(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
+        """The loop with input feeding; without it the fast path (the RNN over the sequence
+        at once, then the attention for every step in one call)."""
         run = self._loop if self.input_feeding else self._fast_path
-        outputs, weights, states = run(
-            inputs, memory, states, inputs_mask, training, return_attention_scores
-        )
-        result = [outputs]
-        if return_attention_scores:
-            result.append(weights)
-        if return_state:
-            result.append(states)
-        return result[0] if len(result) == 1 else tuple(result)
-
-    def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
-        batch = ops.shape(inputs)[0]
-
-        def step(x_t, states, t, memory):
-            attentional, new_states, *weights = self.cell(
-                x_t,
-                states,
-                memory,
-                step=t,
-                training=training,
-                return_attention_scores=return_attention_scores,
-            )
-            return [attentional, *weights], new_states
-
-        outputs_like = [ops.zeros((batch, self.cell.output_size), dtype=self.compute_dtype)]
-        if return_attention_scores:
-            outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
-        (outputs, *weights), states = self.run_steps(
-            step, states, inputs, inputs_mask, memory, inputs.shape[-1], outputs_like, training
-        )
-        return outputs, (weights[0] if weights else None), states
-
-    def run_steps(
-        self, step_fn, states, inputs, inputs_mask, memory, input_size, outputs_like, training
-    ):
-        """The decoder's loop: `step_fn(x_t, states, t, memory) -> (outputs, new_states)` over
-        the time axis of `inputs` (a tensor or a tuple of `(B, T, ...)` tensors), by
-        `loops.masked_scan`, `states` starting with the cell's. Every random draw happens
-        before the loop (a draw inside a compiled JAX loop leaks its seed's state): the
-        attention's for all steps, into the memory, and the cell's own for an input of
-        `input_size` (Keras' RNN does the same for its cells)."""
-        first = keras.tree.flatten(inputs)[0]
-        batch, steps = ops.shape(first)[0], ops.shape(first)[1]
-        memory = self.attention.draw_ahead(memory, steps, training)
-        width = input_size + (self.units if self.input_feeding else 0)
-        cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
-        cell_states = states[: len(self.cell.cell_state_size)]
-        predraw_cell_dropout(self.cell.cell, cell_inputs_like, cell_states, training)
-        try:
-            return masked_scan(
-                lambda x_t, states, t: step_fn(x_t, states, t, memory),
-                states,
-                inputs,
-                inputs_mask,
-                outputs_like,
-            )
-        finally:
-            reset_cell_dropout(self.cell.cell)
+        return run(inputs, memory, states, inputs_mask, training, return_attention_scores)
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         cells = len(self.cell.cell_state_size)
@@ -276,35 +329,6 @@ class LuongDecoder(keras.layers.Layer):
         reset_cell_dropout(cell)
         return sequence, cell_states
 
-    def compute_output_shape(self, inputs_shape, value_shape):
-        """`h̃` (or `h` with `output_attention=False`) for every target step:
-        `(batch_size, T, output size)`."""
-        return (*inputs_shape[:2], self.cell.output_size)
-
-    def compute_output_spec(
-        self,
-        inputs,
-        value,
-        initial_state=None,
-        inputs_mask=None,
-        value_mask=None,
-        training=None,
-        return_attention_scores=False,
-        return_state=False,
-        memory_mask=None,
-    ):
-        check_rank("inputs", inputs.shape, (3,))
-        shape = self.compute_output_shape(inputs.shape, value.shape)
-        result = [keras.KerasTensor(shape, self.compute_dtype)]
-        if return_attention_scores:
-            result.append(keras.KerasTensor((*inputs.shape[:2], value.shape[1]), "float32"))
-        if return_state:
-            result.append(self.cell.state_spec(inputs.shape[0], value.shape[1]))
-        return result[0] if len(result) == 1 else tuple(result)
-
-    def compute_mask(self, inputs, previous_mask):
-        return previous_mask
-
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -316,10 +340,6 @@ class LuongDecoder(keras.layers.Layer):
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**deserialize_nested(config))
 
 
 def _renamed_value_mask(value_mask, memory_mask):

@@ -49,7 +49,7 @@ def scheduled_logits(model, source, target_in, training):
     # The model's dropout layer draws its masks for every step at once (ones in, mask out).
     ones = ops.ones((batch, steps, model.embedding_dim), decoder.compute_dtype)
     embedding_keep = model.dropout_layer(ones, training=training)
-    ones = ops.ones((batch, steps, decoder.units), decoder.compute_dtype)
+    ones = ops.ones((batch, steps, decoder.cell.output_size), decoder.compute_dtype)
     output_keep = model.dropout_layer(ones, training=training)
     # Padding and the start token are never predicted (as in `generate`).
     banned = ops.arange(vocabulary) < 2
@@ -74,7 +74,7 @@ def scheduled_logits(model, source, target_in, training):
         logits_like, training,
     )  # fmt: skip
     # A padded step's h̃ is zero, as in teacher forcing: its logits are the projection of 0.
-    padded = model.projection(ops.zeros((1, 1, decoder.units), decoder.compute_dtype))
+    padded = model.projection(ops.zeros((1, 1, decoder.cell.output_size), decoder.compute_dtype))
     return ops.where(ops.expand_dims(valid, -1), logits, ops.cast(padded, logits.dtype))
 
 

@@ -4,6 +4,7 @@ from keras import ops
 from keras_luong import generation
 from keras_luong import scheduled_sampling as scheduled
 from keras_luong.alignments import ALIGNMENTS, make_attention
+from keras_luong.bahdanau_decoder import BahdanauDecoder
 from keras_luong.checks import (
     TokenIdChecks,
     check_integer,
@@ -69,6 +70,13 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
             `None`.
         sampling_probability: The starting probability of feeding the model's prediction;
             kept in a variable that `ScheduledSampling` sets. Defaults to 0.
+        attention_timing: `"luong"` (the default: the decoder attends with the LSTM's new
+            state `h_t`, and the projection reads `h̃_t = tanh(W_c [c_t; h_t])`) or
+            `"bahdanau"`: the decoder of Bahdanau, Cho and Bengio (2015), a `BahdanauDecoder`,
+            which attends with the previous state `s_{t-1}`, feeds `[y_{t-1}; c_t]` to the
+            LSTM, and projects the maxout deep output of `[s_t; c_t; y_{t-1}]` (`units` wide).
+            Every alignment and score works with either; `input_feeding` and
+            `output_attention` are Luong's and keep their defaults with `"bahdanau"`.
         **kwargs: Base model keyword arguments.
 
     Example:
@@ -116,9 +124,18 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         end_token=2,
         scheduled_sampling=None,
         sampling_probability=0.0,
+        attention_timing="luong",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_one_of("attention_timing", attention_timing, TIMINGS)
+        if attention_timing == "bahdanau" and not (input_feeding and output_attention):
+            raise ValueError(
+                "input_feeding and output_attention choose how Luong's decoder uses h̃; "
+                "Bahdanau's decoder always feeds the context to its LSTM and outputs its deep "
+                f"output. Received: attention_timing='bahdanau', input_feeding={input_feeding!r}, "
+                f"output_attention={output_attention!r}"
+            )
         if scheduled_sampling is not None:
             check_one_of("scheduled_sampling", scheduled_sampling, scheduled.MODES)
         sampling_probability = check_number("sampling_probability", sampling_probability, 0.0)
@@ -167,6 +184,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         self.start_token = start_token
         self.end_token = end_token
         self.scheduled_sampling = scheduled_sampling
+        self.attention_timing = attention_timing
         if scheduled_sampling is not None:
             self.sampling_probability = self.add_weight(
                 shape=(),
@@ -208,29 +226,36 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
             dtype=dtype,
             name="target_embedding",
         )
-        attention_arguments = {
-            "score_mode": score_mode,
-            "attentional_units": units,
-            "dropout": attention_dropout,
-            "dtype": dtype,
-            "name": "attention",
-        }
+        luong = attention_timing == "luong"
         attention = make_attention(
-            alignment, window=window, max_source_length=max_source_length, **attention_arguments
+            alignment,
+            window=window,
+            max_source_length=max_source_length,
+            score_units=units,
+            score_mode=score_mode,
+            attentional_units=units if luong else None,
+            dropout=attention_dropout,
+            dtype=dtype,
+            name="attention",
         )
         cells = [keras.layers.LSTMCell(units, dtype=dtype) for _ in range(decoder_layers)]
         if decoder_layers > 1:
             cell = keras.layers.StackedRNNCells(cells, dtype=dtype)
         else:
             cell = cells[0]
-        self.decoder = LuongDecoder(
-            cell,
-            attention,
-            input_feeding=input_feeding,
-            output_attention=output_attention,
-            dtype=dtype,
-            name="decoder",
-        )
+        if luong:
+            self.decoder = LuongDecoder(
+                cell,
+                attention,
+                input_feeding=input_feeding,
+                output_attention=output_attention,
+                dtype=dtype,
+                name="decoder",
+            )
+        else:
+            self.decoder = BahdanauDecoder(
+                cell, attention, units=units, dtype=dtype, name="decoder"
+            )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
         self.projection = keras.layers.Dense(target_vocabulary_size, dtype=dtype, name="logits")
 
@@ -327,7 +352,9 @@ _CONFIG = (
     "start_token",
     "end_token",
     "scheduled_sampling",
+    "attention_timing",
 )
+TIMINGS = ("luong", "bahdanau")
 
 
 def known_ids(ids, vocabulary_size):

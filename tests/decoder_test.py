@@ -45,8 +45,8 @@ def inputs_and_masks(seed=0):
 
 def decode_step_by_step(decoder, inputs, memory, inputs_mask, memory_mask, initial_state=None):
     """Runs `decoder.step` one target step at a time, as a sampler would."""
-    states = decoder.get_initial_state(inputs.shape[0], initial_state)
     prepared = decoder.prepare(memory, memory_mask)
+    states = decoder.get_initial_state(inputs.shape[0], initial_state, prepared)
     outputs, alignments = [], []
     for t in range(inputs.shape[1]):
         out, new_states, weights = decoder.step(

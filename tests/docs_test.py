@@ -32,7 +32,7 @@ PAGES = {
     "guide/decoder.md": ["(2, 5, 16) (2, 5, 9)"],
     "guide/seq2seq.md": ["p = 0.4", "(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)", "(8, 6) (8, 6)"],
     "guide/backends.md": ["float16"],
-    "migrating.md": ["(2, 5, 30)", "(2, 20)", "(2, 5, 16) (2, 12)"],
+    "migrating.md": ["(2, 5, 30)", "(2, 20)", "(2, 5, 16) (2, 12)", "(2, 5, 12) (2, 5, 7)"],
 }
 BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
 

@@ -52,8 +52,9 @@ def fit_weights(model, epochs=2, callbacks=None, xla=True):
         {"alignment": "predictive", "window": 1, "decoder_layers": 2},
         {"alignment": "hard-monotonic"},
         {"score_mode": "bahdanau"},
+        {"attention_timing": "bahdanau", "alignment": "predictive", "window": 1},
     ],
-    ids=["global", "no-feeding", "local-p-stacked", "monotonic", "bahdanau"],
+    ids=["global", "no-feeding", "local-p-stacked", "monotonic", "bahdanau", "bahdanau-timing"],
 )
 def test_probability_zero_is_teacher_forcing(options):
     """The step-by-step loop with probability 0 gives the teacher-forced logits, padded
@@ -67,11 +68,15 @@ def test_probability_zero_is_teacher_forcing(options):
         assert_allclose(model((SOURCE, TARGET_IN), training=True), expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("input_feeding", [True, False])
-def test_probability_one_with_the_argmax_is_greedy_decoding(input_feeding):
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"input_feeding": False}, {"attention_timing": "bahdanau"}],
+    ids=["feeding", "no-feeding", "bahdanau-timing"],
+)
+def test_probability_one_with_the_argmax_is_greedy_decoding(options):
     """Each step then reads the argmax of the step before (padding and the start id never
     predicted), which is what greedy decoding feeds itself for as many steps."""
-    model = make_model(input_feeding=input_feeding)
+    model = make_model(**options)
     model.sampling_probability.assign(1.0)
     source = np.array([[4, 5, 6, 7, 8], [5, 8, 9, 4, 5], [10, 3, 0, 0, 0]], "int32")
     target_in = np.ones((3, 6), "int32")  # only the first, the start id, is read

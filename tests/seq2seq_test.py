@@ -40,6 +40,8 @@ VARIANTS = {
         "output_attention": False,
     },
     "local-p-stacked": {"alignment": "predictive", "decoder_layers": 2, "input_feeding": False},
+    # Bahdanau, Cho and Bengio's decoder: attend with s_{t-1}, project the deep output.
+    "bahdanau-timing": {"attention_timing": "bahdanau", "score_mode": "bahdanau"},
 }
 
 
@@ -260,6 +262,11 @@ def test_invalid_arguments(kwargs, message):
 def test_exported_saved_model_translates_like_keras(tmp_path, decoding):
     """The SavedModel, loaded by TensorFlow alone in a fresh process, decodes like Keras."""
     check_export(make_model(), SOURCE, tmp_path, decoding)
+
+
+def test_exported_bahdanau_decoder_translates_like_keras(tmp_path):
+    model = make_model(attention_timing="bahdanau", alignment="predictive", window=3)
+    check_export(model, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
 
 
 def test_exported_beam_search_over_a_large_vocabulary(tmp_path):
