@@ -30,7 +30,7 @@ export XLA_FLAGS ?= --xla_backend_optimization_level=0
 # The notebooks run in CI with small data and one epoch.
 export KERAS_LUONG_QUICK ?= 1
 
-.PHONY: install lint format test readme-venv docs notebooks demo results g2p g2p-variants \
+.PHONY: install lint format test readme-venv docs notebooks demo results luong-vs-bahdanau g2p g2p-variants \
 	translate translate-variants bucketing clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
@@ -108,25 +108,32 @@ demo: install
 results: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/variants.py --output docs/results.md
 
+# The tables of docs/luong_vs_bahdanau.md (printed) and its figure: seven models at one budget
+# (about ten minutes; not part of CI).
+luong-vs-bahdanau: install
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/luong_vs_bahdanau.py \
+		--figure docs/luong_vs_bahdanau_attention.png
+
 # Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
 # Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment predictive".
 G2P_ARGS ?=
 g2p: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_ARGS)
 
-# docs/g2p.md's variant table: five variants at one equal budget of epochs (about an hour and
-# a quarter on this project's 2-core CPU; not part of CI), then the table of their results.
+# docs/g2p.md's variant table: six variants at one equal budget of epochs (about an hour and a
+# half on this project's 2-core CPU; not part of CI), then the table of their results.
 G2P_VARIANT_ARGS ?= --epochs 3 --length-penalties 0.5
 G2P_VARIANTS := global-general=--score-mode=general \
 	global-dot=--score-mode=dot \
 	local-m-general=--alignment=monotonic \
 	local-p-general=--alignment=predictive \
-	global-general-no-feeding=--no-input-feeding
+	global-general-no-feeding=--no-input-feeding \
+	bahdanau-2015=--attention-timing=bahdanau+--score-mode=bahdanau
 g2p-variants: install
 	set -e; for variant in $(G2P_VARIANTS); do \
 		name=$${variant%%=*}; \
 		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_VARIANT_ARGS) \
-			$${variant#*=} --output-dir g2p_output/variants/$$name; \
+			$$(echo "$${variant#*=}" | tr + ' ') --output-dir g2p_output/variants/$$name; \
 	done
 	$(PY) benchmarks/g2p_table.py g2p_output/variants
 

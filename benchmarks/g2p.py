@@ -24,7 +24,15 @@ def parse_args(argv=None):
         default="global",
         choices=["global", "monotonic", "predictive", "hard-monotonic"],
     )
-    parser.add_argument("--score-mode", default="general", choices=["dot", "general", "concat"])
+    parser.add_argument(
+        "--score-mode", default="general", choices=["dot", "general", "concat", "bahdanau"]
+    )
+    parser.add_argument(
+        "--attention-timing",
+        default="luong",
+        choices=["luong", "bahdanau"],
+        help="Luong's decoder, or Bahdanau, Cho and Bengio's (attend with s_(t-1))",
+    )
     parser.add_argument("--window", type=int, default=5, help="local window half-width D")
     parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
     parser.add_argument("--units", type=int, default=256)
@@ -116,6 +124,7 @@ def main(argv=None):
         score_mode=args.score_mode,
         window=args.window,
         input_feeding=args.input_feeding,
+        attention_timing=args.attention_timing,
         decoder_layers=args.layers,
         dropout=args.dropout,
         start_token=phonemes.START,
@@ -128,7 +137,12 @@ def main(argv=None):
     recipe = (
         f"{args.alignment}/{args.score_mode}"
         + (f" D={args.window}" if args.alignment != "global" else "")
-        + f", input feeding {'on' if args.input_feeding else 'off'}, biLSTM encoder, "
+        + (
+            ", Bahdanau's decoder"
+            if args.attention_timing == "bahdanau"
+            else f", input feeding {'on' if args.input_feeding else 'off'}"
+        )
+        + ", biLSTM encoder, "
         f"{args.layers}x{args.units} decoder, embeddings {args.embedding_dim}, dropout "
         f"{args.dropout}, Adam {args.learning_rate} (halved when validation WER stalls), "
         f"batch {args.batch_size}"

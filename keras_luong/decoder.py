@@ -189,7 +189,9 @@ class LuongDecoder(AttentionDecoder):
             The decoder trains this cell object. On the fast path (`input_feeding=False`) an
             `LSTMCell`/`GRUCell` runs inside Keras' fused `LSTM`/`GRU` layer (cuDNN on a GPU),
             which is given this very cell, so its weights are the ones trained.
-        attention: A keras-luong attention layer with `attentional_units` set; its state, if it
+        attention: A keras-luong attention layer, with `attentional_units` set (the paper's
+            `h̃`) or not (the context `c_t` in `h̃_t`'s place, fed and output, as
+            tensorflow-addons' `AttentionWrapper(attention_layer_size=None)`); its state, if it
             keeps one (`MonotonicAttention`), travels in the decoder's states.
         input_feeding: Feed `h̃_{t-1}` to the cell at step `t`. Defaults to `True`.
         output_attention: Output `h̃_t` (the paper's, the default) or, with `False`, the
@@ -262,8 +264,12 @@ class LuongDecoder(AttentionDecoder):
         )
         self.output_attention = self.cell.output_attention
         self.attention = attention
-        self.units = self.cell.units
         self.supports_masking = True
+
+    @property
+    def units(self):
+        """The size of `h̃` (the context's, without `attentional_units`, once built)."""
+        return self.cell.units
 
     def build(self, inputs_shape, value_shape):
         super().build(inputs_shape, value_shape)

@@ -26,8 +26,11 @@ class InputFeedingCell(AttentionCell):
     Args:
         cell: A Keras RNN cell: `LSTMCell`, `GRUCell`, `SimpleRNNCell` or `StackedRNNCells`.
         attention: A keras-luong attention layer (`GlobalAttention`, `LocalAttention`,
-            `MonotonicAttention`, or any `BaseLuongAttention`) with `attentional_units` set (the
-            size of `h̃`).
+            `MonotonicAttention`, or any `BaseLuongAttention`). With `attentional_units` set
+            (the size of `h̃`, the paper's) a step computes `h̃_t = tanh(W_c [c_t; h_t])`;
+            without it the context `c_t` itself takes `h̃_t`'s place, fed and output
+            (tensorflow-addons' `AttentionWrapper(attention_layer_size=None)`), and `units`
+            is the value's size once the attention is built.
         input_feeding: Whether `h̃_{t-1}` is fed to the cell with `x_t`. Defaults to `True`.
         output_attention: Whether a step outputs `h̃_t` (the paper's, the default) or the
             cell's `h_t`, as tensorflow-addons' `AttentionWrapper(output_attention=False)`
@@ -85,15 +88,18 @@ class InputFeedingCell(AttentionCell):
                 "output_attention=False, input_feeding=False"
             )
         super().__init__(cell, attention, **kwargs)
-        if not attention.attentional_units:
-            raise ValueError(
-                "The attention of an InputFeedingCell must compute h̃ = tanh(W_c [c; h]): "
-                "create it with attentional_units=<size of h̃>. "
-                f"Received: attention.attentional_units={attention.attentional_units!r}"
-            )
-        self.units = attention.attentional_units
+        # Without attentional units the context is the attention, as wide as the value: known
+        # once the attention is built (`build_attention`).
+        self.units = attention.attentional_units or None
         self.input_feeding = input_feeding
         self.output_attention = bool(output_attention)
+
+    def build_attention(self, value_shape):
+        """Builds the attention as the base does; without `attentional_units`, `units` is
+        then the value's size (the context's)."""
+        super().build_attention(value_shape)
+        if self.units is None:
+            self.units = value_shape[-1]
 
     @property
     def carried_sizes(self):

@@ -274,7 +274,6 @@ class TestLuongDecoderLayer(TestCase):
     [
         ({"cell": keras.layers.Dense(4)}, "argument cell"),
         ({"attention": keras.layers.Attention()}, "argument attention"),
-        ({"attention": GlobalAttention()}, "attentional_units=None"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
@@ -471,3 +470,31 @@ def test_output_attention_false_needs_input_feeding():
     with pytest.raises(ValueError, match="output_attention=False, input_feeding=False"):
         LuongDecoder(CELLS["lstm"](), ATTENTIONS["global"](), input_feeding=False,
                      output_attention=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_without_attentional_units_the_context_is_the_attention(input_feeding):
+    """tensorflow-addons' `AttentionWrapper(attention_layer_size=None)`: each step outputs
+    and feeds `c_t`, the context of its own `h_t`. The same layers with
+    `output_attention=False` output that `h_t` (same weights, same states); attending with
+    it on its own gives the outputs."""
+    inputs, value, inputs_mask, value_mask = inputs_and_masks(seed=12)
+    cell, attention = keras.layers.LSTMCell(H), GlobalAttention(score_mode="general")
+    decoder = LuongDecoder(cell, attention, input_feeding=input_feeding)
+    contexts, states = decoder(
+        inputs, value, inputs_mask=inputs_mask, value_mask=value_mask, return_state=True
+    )
+    assert decoder.units == H and tuple(contexts.shape) == (B, T, H)  # the value's size
+    if input_feeding:  # the context is fed: the cell reads [x_t; c_{t-1}]
+        assert tuple(cell.kernel.shape) == (E + H, 4 * H)
+        hidden = LuongDecoder(cell, attention, output_attention=False)(
+            inputs, value, inputs_mask=inputs_mask, value_mask=value_mask
+        )
+    else:
+        hidden = keras.layers.RNN(cell, return_sequences=True)(inputs, mask=inputs_mask)
+    expected = attention(hidden, value, value_mask=value_mask)
+    keep = inputs_mask[..., None]
+    assert_allclose(contexts, to_numpy(expected) * keep)
+    # The last context of each sequence is the state fed on (h̃'s place).
+    last = to_numpy(expected)[np.arange(B), inputs_mask.sum(1) - 1]
+    assert_allclose(states[2], last)

@@ -68,7 +68,6 @@ def test_state_of_stacked_cells():
         ({"cell": keras.layers.Dense(4)}, "argument cell"),
         ({"cell": "lstm"}, "argument cell"),
         ({"attention": keras.layers.Attention()}, "argument attention"),
-        ({"attention": GlobalAttention()}, "attentional_units=None"),
     ],
 )
 def test_invalid_arguments(kwargs, message):

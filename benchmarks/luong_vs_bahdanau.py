@@ -1,0 +1,183 @@
+"""Luong's attention against Bahdanau's on the dates task, at one budget.
+
+    KERAS_BACKEND=jax python benchmarks/luong_vs_bahdanau.py [--epochs 8] [--examples 12000] \
+        [--output tables.md] [--figure docs/luong_vs_bahdanau_attention.png]
+
+Seven models trained with the same data, seed, epochs and optimizer: Luong's decoder (attend
+with h_t after the RNN step, input feeding, h̃ = tanh(W_c [c; h])) with the dot, general and
+concat scores and local-p; Bahdanau's additive score in that decoder (tensorflow-addons'
+AttentionWrapper: its timing is Luong's); and Bahdanau, Cho and Bengio's own decoder
+(attend with s_{t-1}, [y; c] into the LSTM, maxout deep output) with the additive and the
+general score, so that the score and the timing are seen apart.
+
+Prints (and writes as Markdown) held-out exact match of greedy decoding, alignment accuracy
+and AER of the teacher-forced attention, the trainable weights and the training time; then
+the train-step and greedy-decoding times of each trained model, the fastest of rounds
+interleaved in this one process, as ratios to Luong's general score. With `--figure`, draws each
+model's attention on one test example side by side. Not run in CI: about a minute per model
+on 2 CPU cores.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_luong import LuongSeq2Seq  # noqa: E402
+from keras_luong.datasets import dates  # noqa: E402
+
+# name -> LuongSeq2Seq arguments
+MODELS = {
+    "Luong, dot": {"score_mode": "dot"},
+    "Luong, general": {"score_mode": "general"},
+    "Luong, concat": {"score_mode": "concat"},
+    "Luong, local-p general": {"alignment": "predictive", "score_mode": "general"},
+    "Bahdanau score, Luong timing": {"score_mode": "bahdanau"},
+    "Bahdanau (2015)": {"score_mode": "bahdanau", "attention_timing": "bahdanau"},
+    "Bahdanau timing, general": {"score_mode": "general", "attention_timing": "bahdanau"},
+}
+REFERENCE = "Luong, general"
+
+
+def train(data, options, args):
+    keras.utils.set_random_seed(args.seed)
+    train_split = data["train"]
+    model = LuongSeq2Seq(
+        len(data["source_vocabulary"]),
+        len(data["target_vocabulary"]),
+        units=args.units,
+        window=args.window,
+        **options,
+    )
+    steps = args.epochs * (len(train_split["source"]) // 64)
+    model.compile(
+        optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(3e-3, steps)),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    start = time.perf_counter()
+    model.fit(
+        (train_split["source"], train_split["target_in"]),
+        train_split["target_out"],
+        batch_size=64,
+        epochs=args.epochs,
+        verbose=0,
+    )
+    return model, time.perf_counter() - start
+
+
+def evaluate(model, test):
+    generated = model.generate(test["source"], max_length=dates.TARGET_LENGTH)
+    exact = float(np.mean(np.all(generated == test["target_out"], axis=1)))
+    _, weights = model((test["source"], test["target_in"]), return_attention_scores=True)
+    weights = keras.ops.convert_to_numpy(weights)
+    accuracy, aer = dates.alignment_scores(weights, test["gold"], test["sure"])
+    return exact, accuracy, aer, weights
+
+
+def step_times(models, data, rounds):
+    """Seconds of one train step (batch 64) and of greedy decoding of 64 sources, for every
+    model: the fastest of interleaved rounds after a warm-up call of each (as `timeit`
+    advises: the least disturbed by whatever else the machine runs)."""
+    train_split, test = data["train"], data["test"]
+    x = (train_split["source"][:64], train_split["target_in"][:64])
+    y = train_split["target_out"][:64]
+    source = test["source"][:64]
+    times = {name: {"train": [], "greedy": []} for name in models}
+    for model in models.values():
+        model.train_on_batch(x, y)
+        model.generate(source, max_length=dates.TARGET_LENGTH)
+    for _ in range(rounds):
+        for name, model in models.items():
+            start = time.perf_counter()
+            for _ in range(5):
+                model.train_on_batch(x, y)
+            times[name]["train"].append((time.perf_counter() - start) / 5)
+            start = time.perf_counter()
+            keras.ops.convert_to_numpy(model.generate(source, max_length=dates.TARGET_LENGTH))
+            times[name]["greedy"].append(time.perf_counter() - start)
+    return {name: {k: min(v) for k, v in t.items()} for name, t in times.items()}
+
+
+def draw(attention, data, path, example=0):
+    from matplotlib.figure import Figure
+
+    from keras_luong.plotting import plot_attention
+
+    test = data["test"]
+    source_tokens = list(test["examples"][example]["source"])
+    target = test["target_out"][example]
+    vocabulary = data["target_vocabulary"]
+    # The target characters, then the end token, as the rows of the weights are.
+    target_tokens = [vocabulary.decode([i]) for i in target if i > 2] + ["</s>"]
+    figure = Figure(figsize=(4.2 * 4, 4.4 * 2))
+    for i, (name, weights) in enumerate(attention.items()):
+        ax = figure.add_subplot(2, 4, i + 1)
+        plot_attention(weights[example], source_tokens, target_tokens, ax=ax, title=name)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--examples", type=int, default=12000)
+    parser.add_argument("--units", type=int, default=128)
+    parser.add_argument("--window", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--output", help="write the tables as Markdown to this file")
+    parser.add_argument("--figure", help="draw the attention of every model to this PNG")
+    args = parser.parse_args()
+
+    data = dates.load_data(args.examples, seed=args.seed)
+    header = (
+        f"Dates task, {len(data['train']['source'])} training / {len(data['test']['source'])} "
+        f"test examples, {args.epochs} epochs, units {args.units}, batch 64, Adam with cosine "
+        f"decay from 3e-3, backend {keras.backend.backend()}, seed {args.seed}."
+    )
+    print(header, flush=True)
+    quality = [
+        "| model | exact match | alignment accuracy | AER | weights | train time |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    models, attention = {}, {}
+    for name, options in MODELS.items():
+        model, seconds = train(data, options, args)
+        exact, accuracy, aer, weights = evaluate(model, data["test"])
+        models[name], attention[name] = model, weights
+        row = (
+            f"| {name} | {exact:.2%} | {accuracy:.2%} | {aer:.3f} "
+            f"| {model.count_params():,} | {seconds:.0f} s |"
+        )
+        quality.append(row)
+        print(row, flush=True)
+    times = step_times(models, data, args.rounds)
+    reference = times[REFERENCE]
+    speed = [
+        f"| model | train step (64) | × {REFERENCE} | greedy, 64 sources | × {REFERENCE} |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, t in times.items():
+        row = (
+            f"| {name} | {1000 * t['train']:.1f} ms | {t['train'] / reference['train']:.2f} "
+            f"| {1000 * t['greedy']:.1f} ms | {t['greedy'] / reference['greedy']:.2f} |"
+        )
+        speed.append(row)
+        print(row, flush=True)
+    if args.figure:
+        draw(attention, data, args.figure)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(f"{header}\n\n" + "\n".join(quality) + "\n\n")
+            f.write(
+                f"Step times of the trained models, the fastest of {args.rounds} interleaved "
+                "rounds in one process:\n\n" + "\n".join(speed) + "\n"
+            )
+
+
+if __name__ == "__main__":
+    main()
