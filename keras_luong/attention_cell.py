@@ -130,6 +130,13 @@ class AttentionCell(keras.layers.Layer):
                 f"{[(batch, size) for size in self.cell_state_size]}. "
                 f"Received: states of shapes {shapes}"
             )
+        if None in self.carried_sizes:
+            raise ValueError(
+                "The states' sizes depend on the value's (the attention has no "
+                "attentional_units, so the context takes h̃'s place): prepare the memory first, "
+                "get_initial_state(batch_size, cell_states, memory=cell.prepare(value, "
+                f"value_mask)). Received: memory={'None' if memory is None else 'a memory'}"
+            )
         carried = [
             ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in self.carried_sizes
         ]

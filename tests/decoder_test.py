@@ -498,3 +498,13 @@ def test_without_attentional_units_the_context_is_the_attention(input_feeding):
     # The last context of each sequence is the state fed on (h̃'s place).
     last = to_numpy(expected)[np.arange(B), inputs_mask.sum(1) - 1]
     assert_allclose(states[2], last)
+
+
+def test_without_attentional_units_the_states_wait_for_the_value():
+    """The fed context is as wide as the value, unknown before the memory is prepared."""
+    decoder = LuongDecoder(keras.layers.LSTMCell(H), GlobalAttention())
+    with pytest.raises(ValueError, match="prepare the memory first"):
+        decoder.get_initial_state(B)
+    memory = decoder.prepare(random((B, S, 9)))
+    states = decoder.get_initial_state(B, memory=memory)
+    assert [tuple(s.shape) for s in states] == [(B, H), (B, H), (B, 9)]
