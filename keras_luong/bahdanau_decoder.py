@@ -237,20 +237,20 @@ class BahdanauDecoder(AttentionDecoder):
             cell, attention, units=units, deep_output=deep_output, dtype=self.dtype_policy
         )
         self.attention = attention
-        self.units = self.cell.units
-        self.deep_output = self.cell.deep_output
         self.supports_masking = True
+
+    @property
+    def units(self):
+        """The size of the deep output."""
+        return self.cell.units
+
+    @property
+    def deep_output(self):
+        return self.cell.deep_output
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "cell": keras.saving.serialize_keras_object(self.cell.cell),
-                "attention": keras.saving.serialize_keras_object(self.attention),
-                "units": self.units,
-                "deep_output": self.deep_output,
-            }
-        )
+        config.update({"units": self.units, "deep_output": self.deep_output})
         return config
 
 

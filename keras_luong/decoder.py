@@ -84,9 +84,6 @@ class AttentionDecoder(keras.layers.Layer):
     def run_sequence(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         """The whole target sequence: `(outputs, weights or None, final states)`. Every
         step in turn, by `run_steps`."""
-        return self._loop(inputs, memory, states, inputs_mask, training, return_attention_scores)
-
-    def _loop(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         batch = ops.shape(inputs)[0]
 
         def step(x_t, states, t, memory):
@@ -162,6 +159,16 @@ class AttentionDecoder(keras.layers.Layer):
 
     def compute_mask(self, inputs, previous_mask):
         return previous_mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cell": keras.saving.serialize_keras_object(self.cell.cell),
+                "attention": keras.saving.serialize_keras_object(self.attention),
+            }
+        )
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -279,7 +286,7 @@ class LuongDecoder(AttentionDecoder):
     def run_sequence(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         """The loop with input feeding; without it the fast path (the RNN over the sequence
         at once, then the attention for every step in one call)."""
-        run = self._loop if self.input_feeding else self._fast_path
+        run = super().run_sequence if self.input_feeding else self._fast_path
         return run(inputs, memory, states, inputs_mask, training, return_attention_scores)
 
     def _fast_path(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
@@ -338,12 +345,7 @@ class LuongDecoder(AttentionDecoder):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "cell": keras.saving.serialize_keras_object(self.cell.cell),
-                "attention": keras.saving.serialize_keras_object(self.attention),
-                "input_feeding": self.input_feeding,
-                "output_attention": self.output_attention,
-            }
+            {"input_feeding": self.input_feeding, "output_attention": self.output_attention}
         )
         return config
 
