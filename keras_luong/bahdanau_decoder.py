@@ -19,11 +19,11 @@ class BahdanauCell(AttentionCell):
     then run the RNN on the previous word and the context, then a deep output layer.
 
     ```
-    c_t  = attention(s_{t-1}, memory)                    (s_{t-1}: the cell's output state)
+    c_t  = attention(s_{t-1}, memory)      s_{t-1}: the cell's output state
     s_t  = cell([x_t; c_t], states_{t-1})
-    t̃_t  = W_o [s_t; c_t; x_t] + b_o
-    o_t  = max(t̃_t[2j], t̃_t[2j+1])  (deep_output="maxout", the paper's; t̃_t has 2·units)
-           tanh(t̃_t)                  (deep_output="tanh")
+    t̃_t  = W_o [s_t; c_t; x_t] + b_o       2·units wide with maxout
+    o_t  = max(t̃_t[2j], t̃_t[2j+1])        deep_output="maxout" (the paper's)
+    o_t  = tanh(t̃_t)                       deep_output="tanh"
     ```
 
     `x_t` is the embedded previous target word `y_{t-1}`; the vocabulary projection reads
