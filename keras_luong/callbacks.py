@@ -27,7 +27,8 @@ class BleuCallback(keras.callbacks.Callback):
         source_vocabulary: The source vocabulary; the model's own (`set_vocabularies`) if
             `None`.
         target_vocabulary: The target vocabulary; likewise.
-        sampler: The sampler of `model.translate`. Defaults to `"greedy"`.
+        sampler: The sampler of `model.translate`. Defaults to the model's
+            (`compile(sampler=...)`, greedy unless set there).
         frequency: Decode every this many epochs (and after the last). Defaults to 1.
         tokenize: sacreBLEU's tokenizer (see `keras_luong.evaluation.corpus_bleu`):
             `"none"` for text tokenized beforehand. Defaults to `"none"`.
@@ -66,7 +67,7 @@ class BleuCallback(keras.callbacks.Callback):
         max_length=None,
         source_vocabulary=None,
         target_vocabulary=None,
-        sampler="greedy",
+        sampler=None,
         frequency=1,
         tokenize="none",
         name="val_bleu",

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_luong import samplers
 from keras_luong.batching import length_sorted_batches
 from keras_luong.checks import MASKED_SCORE, check_integer, check_texts, check_token_ids
 from keras_luong.compat import resolve_sampler
@@ -117,19 +118,65 @@ class Seq2SeqGenerator(keras.Model):
         return np.zeros((0, self.max_length), "int32")
 
 
+def default_max_length(lengths):
+    """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
+    return int(1.5 * max(lengths, default=0)) + 10
+
+
 class GenerationMixin:
-    """Generation for a sequence-to-sequence `keras.Model` (`LuongSeq2Seq`): `generate`,
-    `translate`, `generator` and `export_generator`. The model provides `encode`,
-    `next_token_logits`, `decoder`, its vocabulary sizes, `start_token`, `end_token` and a
-    `GeneratorCache` as `generators`."""
+    """Generation for a sequence-to-sequence `keras.Model` (`LuongSeq2Seq`): `compile`'s
+    `sampler`, `generate`, `translate`, `generator` and `export_generator`. The model provides
+    `encode`, `next_token_logits`, `decoder`, its vocabulary sizes, `start_token`,
+    `end_token` and a `GeneratorCache` as `generators`."""
+
+    def compile(self, optimizer="rmsprop", loss=None, *, sampler="greedy", **kwargs):
+        """Configures the model for training and its default sampler, as keras-hub's
+        `CausalLM.compile` does.
+
+        Args:
+            optimizer: As in `keras.Model.compile`.
+            loss: As in `keras.Model.compile`; `keras_luong.losses.SequenceLoss` leaves
+                padding positions out.
+            sampler: The sampler `generate`, `translate`, `generator` and `BleuCallback` use
+                when given none: a name, a config or a sampler object, as their `sampler`
+                argument takes. Defaults to `"greedy"`. Saved with the model's compile
+                config; compiling again discards the compiled generators.
+            **kwargs: The other arguments of `keras.Model.compile` (`metrics`,
+                `jit_compile`, ...).
+        """
+        sampler = samplers.get(sampler)
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+        self._default_sampler = sampler
+        self.generators.clear()
+
+    @property
+    def sampler(self):
+        """The sampler used when a decoding call names none (`compile`'s `sampler`)."""
+        sampler = getattr(self, "_default_sampler", None)
+        return samplers.get("greedy") if sampler is None else sampler
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config:
+            config["sampler"] = samplers.serialize(self.sampler)
+        return config
+
+    def compile_from_config(self, config):
+        # keras.Model's, with the sampler given back to `compile` (which Keras' own skips
+        # for a model whose `compile` is overridden).
+        config = dict(config)
+        sampler = config.pop("sampler", "greedy")
+        self.compile(**keras.saving.deserialize_keras_object(config), sampler=sampler)
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def generate(
         self,
         inputs,
-        max_length,
+        max_length=None,
         *,
         stop_token_ids="auto",
-        sampler="greedy",
+        sampler=None,
         batch_size=256,
         return_attention_scores=False,
         **deprecated,
@@ -145,10 +192,13 @@ class GenerationMixin:
         Args:
             inputs: Source ids `(B, S)`, 0 for padding. An empty batch gives an empty result.
             max_length: Number of target tokens to generate at most (up to 65536: the
-                buffers of the loop are allocated for it).
+                buffers of the loop are allocated for it). Defaults to 1.5 × the longest
+                source's tokens (its non-zero ids) + 10; decoding stops when every
+                hypothesis has ended, so a generous bound costs nothing then.
             stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
                 `max_length` tokens) or a tuple of ids.
-            sampler: A name (`"greedy"`, `"beam"`, or one of keras-hub's: see
+            sampler: `None` for the model's sampler (`compile`'s `sampler`, greedy unless
+                set there), a name (`"greedy"`, `"beam"`, or one of keras-hub's: see
                 `keras_luong.samplers.get`), a config from `samplers.serialize`, or a
                 sampler object: `keras_luong.GreedySampler`, `keras_luong.BeamSearchSampler`
                 (beam width, length penalty, minimum length, n-best), or any
@@ -176,6 +226,8 @@ class GenerationMixin:
                 f"type {type(inputs).__name__}"
             )
         batch_size = check_integer("batch_size", batch_size)
+        if max_length is None:
+            max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
         generator, key = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
         try:
             generated = generator.generate(source, batch_size)
@@ -193,7 +245,7 @@ class GenerationMixin:
         source_vocabulary=None,
         target_vocabulary=None,
         max_length=None,
-        sampler="greedy",
+        sampler=None,
         batch_size=256,
         **kwargs,
     ):
@@ -228,8 +280,8 @@ class GenerationMixin:
         texts = check_texts("texts", texts)
         batch_size = check_integer("batch_size", batch_size)
         rows = [vocabularies["source"].encode(t) for t in texts]
-        if max_length is None:
-            max_length = int(1.5 * max((len(r) for r in rows), default=0)) + 10
+        if max_length is None:  # one bound for the whole call: its longest source's
+            max_length = default_max_length(len(r) for r in rows)
         results = [None] * len(rows)
         decode = vocabularies["target"].decode
         for indices, length in length_sorted_batches([len(r) for r in rows], batch_size):
@@ -250,7 +302,7 @@ class GenerationMixin:
                     results[i] = decode(ids)
         return results
 
-    def generator(self, max_length, sampler="greedy", stop_token_ids="auto", **deprecated):
+    def generator(self, max_length, sampler=None, stop_token_ids="auto", **deprecated):
         """The `keras.Model` from source ids to generated target ids that `generate` runs
         (arguments as there), for `predict` on a dataset and for export as a serving
         signature. Kept on the model per setting: its compiled function is reused."""
@@ -308,6 +360,9 @@ class GeneratorCache:
     def discard(self, key):
         self._by_key.pop(key, None)
 
+    def clear(self):
+        self._by_key.clear()
+
 
 def sampler_key(sampler):
     """What a compiled generator depends on of its sampler: its class and its config."""
@@ -316,9 +371,11 @@ def sampler_key(sampler):
     return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
 
 
-def get_generator(model, max_length, sampler="greedy", stop_token_ids="auto", **legacy):
+def get_generator(model, max_length, sampler=None, stop_token_ids="auto", **legacy):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
     max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
+    if sampler is None:  # the model's; the deprecated settings still start from greedy
+        sampler = "greedy" if legacy else model.sampler
     sampler = resolve_sampler(sampler, legacy)
     if not model.built:  # decoding an untrained model is valid (if useless): build it
         ones = ops.ones((1, 1), "int32")

@@ -254,3 +254,60 @@ def test_length_sorted_batches_cover_every_text_once_in_few_shapes():
     firsts = [lengths[indices].min() for indices, _ in batches]
     assert firsts == sorted(firsts)  # sorted by length
     assert len({padded for _, padded in batches}) <= 5  # lengths below 40: at most 5 shapes
+
+
+def test_max_length_defaults_to_one_and_a_half_times_the_longest_source_and_ten():
+    """Without `max_length`, `generate` decodes at most 1.5 × the longest row's tokens + 10
+    (`translate` the same with its texts' tokens): the greedy ids are those of an explicit
+    bound of that size."""
+    model = make_model()
+    longest = 4  # SOURCE's first row: 4 non-zero ids, in a width-4 array
+    bound = int(1.5 * longest) + 10
+    ids = model.generate(SOURCE, stop_token_ids=None)
+    assert ids.shape == (5, bound)
+    np.testing.assert_array_equal(ids, model.generate(SOURCE, bound, stop_token_ids=None))
+    # Padding columns do not count: the same rows in a wider array get the same bound.
+    wide = np.pad(SOURCE[1:3], ((0, 0), (0, 6)))  # longest row: 2 tokens
+    assert model.generate(wide, stop_token_ids=None).shape == (2, int(1.5 * 2) + 10)
+    vocabulary = Vocabulary(list("abcde"))
+    texts = ["abcde", "ab"]  # 5 letters -> 5 ids: the bound is 17, for every text of the call
+    assert model.translate(texts, vocabulary, vocabulary) == model.translate(
+        texts, vocabulary, vocabulary, max_length=int(1.5 * 5) + 10
+    )
+
+
+def test_compile_sets_the_default_sampler_as_keras_hub_does(tmp_path):
+    """`compile(sampler=...)` is the sampler of every decoding call that names none; compiling
+    again drops the compiled generators; the `.keras` file keeps it."""
+    model = make_model()
+    assert isinstance(model.sampler, GreedySampler)
+    greedy = model.generate(SOURCE, L)
+    beam = BeamSearchSampler(3, length_penalty=0.6)
+    by_name = model.generate(SOURCE, L, sampler=beam)
+    assert not np.array_equal(greedy, by_name)  # this model's beam search differs somewhere
+    model.generate(SOURCE, L)
+    assert len(model.generators) >= 1
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  sampler=beam)  # fmt: skip
+    assert len(model.generators) == 0 and model.sampler is beam
+    np.testing.assert_array_equal(model.generate(SOURCE, L), by_name)
+    assert model.generator(L) is model.generator(L, BeamSearchSampler(3, length_penalty=0.6))
+    vocabulary = Vocabulary(list("abcde"))
+    assert model.translate(["abc", "e"], vocabulary, vocabulary, max_length=L) == (
+        model.translate(["abc", "e"], vocabulary, vocabulary, max_length=L, sampler=beam)
+    )
+    model.fit((SOURCE, SOURCE[:, :3]), SOURCE[:, :3], epochs=1, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Keras warns when a custom compile is not replayed
+        loaded = keras.saving.load_model(path)
+    assert isinstance(loaded.sampler, BeamSearchSampler)
+    assert loaded.sampler.get_config() == beam.get_config()
+    np.testing.assert_array_equal(loaded.generate(SOURCE, L), model.generate(SOURCE, L))
+    model.compile("adam", sampler="greedy")
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, L), model.generate(SOURCE, L, sampler="greedy")
+    )
+    with pytest.raises(ValueError, match="argument sampler.*sampler='nucleus-ish'"):
+        model.compile("adam", sampler="nucleus-ish")
