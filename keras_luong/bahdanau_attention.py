@@ -141,6 +141,36 @@ class BahdanauAttention(BahdanauScore, GlobalAttention):
         Translate", ICLR 2015 (arXiv:1409.0473).
     """
 
+    def __init__(
+        self,
+        units,
+        normalize=False,
+        score_mode="bahdanau",
+        max_source_length=None,
+        use_scale=False,
+        attentional_units=None,
+        attentional_activation="tanh",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units=units,
+            normalize=normalize,
+            score_mode=score_mode,
+            max_source_length=max_source_length,
+            use_scale=use_scale,
+            attentional_units=attentional_units,
+            attentional_activation=attentional_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            **kwargs,
+        )
+
 
 @keras.saving.register_keras_serializable(package="keras_luong")
 class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
@@ -191,3 +221,39 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
         Raffel, Luong, Liu, Weiss and Eck, "Online and Linear-Time Attention by Enforcing
         Monotonic Alignments", ICML 2017 (arXiv:1704.00784).
     """
+
+    def __init__(
+        self,
+        units,
+        normalize=False,
+        mode="parallel",
+        score_bias_init=0.0,
+        sigmoid_noise=0.0,
+        inference_mode=None,
+        score_mode="bahdanau",
+        use_scale=False,
+        attentional_units=None,
+        attentional_activation="tanh",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(
+            units=units,
+            normalize=normalize,
+            score_mode=score_mode,
+            mode=mode,
+            score_bias_init=score_bias_init,
+            sigmoid_noise=sigmoid_noise,
+            inference_mode=inference_mode,
+            use_scale=use_scale,
+            attentional_units=attentional_units,
+            attentional_activation=attentional_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            **kwargs,
+        )

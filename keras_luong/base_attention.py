@@ -130,7 +130,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         self.supports_masking = True
 
     @property
-    def score_entry(self):
+    def _score_entry(self):
         """The registry entry of this layer's `score_mode` (`keras_luong.scores.ScoreMode`)."""
         return self.score_table[self.score_mode]
 
@@ -149,11 +149,11 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
                 "use score_mode='general' to score states of different sizes. "
                 f"Received: query.shape={tuple(query_shape)}, value.shape={tuple(value_shape)}"
             )
-        self.check_source_length(value_shape[1])
+        self._check_source_length(value_shape[1])
         # The score mode's weights, in the order its entry lists them (the order a .keras file
         # stores them in).
         self.key_kernel = None
-        make_weights = self.score_entry.weights
+        make_weights = self._score_entry.weights
         shapes = make_weights(self, query_dim, value_dim) if make_weights else {}
         for name, shape in shapes.items():
             setattr(self, name, self._add_kernel(name, shape))
@@ -189,6 +189,10 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         A memory is laid out per source (local attention's gather tables index the flattened
         batch), so to attend to one source from several hypotheses at once (beam search),
         repeat the value and its mask per hypothesis first, then prepare the repeated value.
+
+        Args:
+            value: The encoder states `(B, S, d_v)`.
+            value_mask: Optional boolean `(B, S)`, `False` on padding.
         """
         check_rank("value", value.shape, (3,))
         if not self.built:
@@ -198,7 +202,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
                 f"Received: value.shape={tuple(value.shape)}"
             )
         check_floating("value", value)
-        self.check_source_length(value.shape[1])
+        self._check_source_length(value.shape[1])
         # A tensor of the compute dtype, as the layer's call would make it: a numpy array or
         # float64 value left in the memory would be converted again (O(S)) at every call.
         value = ops.convert_to_tensor(value, dtype=self.compute_dtype)
@@ -229,7 +233,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
             # A dot product of float16 states overflows float16's range (65504) long before
             # the float32 softmax: score in float32.
             query, keys = ops.cast(query, "float32"), ops.cast(keys, "float32")
-        scores_ = self.score_entry.score(self, query, keys)
+        scores_ = self._score_entry.score(self, query, keys)
         if self.scale is not None:
             scores_ = scores_ * ops.cast(self.scale, scores_.dtype)
         return scores_
@@ -295,21 +299,21 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         ahead by `dropout_mask()`, replace the random draws."""
         raise NotImplementedError
 
-    def candidates(self, source_length):
+    def _candidates(self, source_length):
         """How many source positions one query step scores: `S` here, the window's `2D + 1`
         in local attention."""
         return source_length
 
     def dropout_mask(self, batch_size, steps, source_length, training=True):
         """Attention dropout drawn ahead for `steps` query steps: `(batch_size, steps, W)`
-        of 0 and `1 / (1 - dropout)`, `W = candidates(source_length)`; `None` when nothing
+        of 0 and `1 / (1 - dropout)`, `W = _candidates(source_length)`; `None` when nothing
         is dropped (not training, or no dropout). `draw_ahead` puts it in the memory."""
         if not training or not self.dropout:
             return None
-        shape = (batch_size, steps, self.candidates(source_length))
+        shape = (batch_size, steps, self._candidates(source_length))
         return keras.random.dropout(ops.ones(shape), self.dropout, seed=self.seed_generator)
 
-    def check_source_length(self, source_length):
+    def _check_source_length(self, source_length):
         """Refuses a source the layer cannot attend to (a no-op here; `GlobalAttention`'s
         `"location"` score has a longest source)."""
 

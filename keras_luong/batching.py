@@ -164,7 +164,15 @@ class BucketedBatches(keras.utils.PyDataset):
     def shard(self, index, count):
         """This host's part of every epoch's batches, for training on `count` hosts: batches
         `index`, `index + count`, ... of the epoch's order (the same seed on every host gives
-        the same order), each host taking the same number of steps. Returns `self`."""
+        the same order), each host taking the same number of steps.
+
+        Args:
+            index: This host's index, from 0 to `count - 1`.
+            count: The number of hosts.
+
+        Returns:
+            `self`.
+        """
         count = check_integer("count", count)
         index = check_integer("index", index, minimum=0, maximum=count - 1)
         self.shard_index, self.shard_count = index, count

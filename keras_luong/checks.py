@@ -218,23 +218,23 @@ def check_sentences(name, sentences):
 
 class TokenIdChecks:
     """A `keras.Model` mixin: `fit`, `evaluate` and `predict` check the token ids they are
-    given as arrays first (`self.check_data(x, y)`): out-of-range ids would give NaN on JAX
+    given as arrays first (`self._check_data(x, y)`): out-of-range ids would give NaN on JAX
     and a backend error elsewhere. A `tf.data.Dataset` or generator is passed through
     unchecked (Keras reads it lazily)."""
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the token ids checked first."""
-        self.check_data(x, y)
+        self._check_data(x, y)
         return super().fit(x, y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.evaluate`, with the token ids checked first."""
-        self.check_data(x, y)
+        self._check_data(x, y)
         return super().evaluate(x, y, *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
         """`keras.Model.predict`, with the token ids checked first."""
-        self.check_data(x)
+        self._check_data(x)
         return super().predict(x, *args, **kwargs)
 
 

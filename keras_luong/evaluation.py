@@ -10,7 +10,15 @@ from keras_luong.checks import check_texts
 
 def edit_distance(hypothesis, reference):
     """Levenshtein distance between two sequences (insertion, deletion and substitution each
-    cost 1), by the textbook dynamic programme, one row at a time."""
+    cost 1), by the textbook dynamic programme, one row at a time.
+
+    Args:
+        hypothesis: A sequence (a string, a list of tokens).
+        reference: Another.
+
+    Returns:
+        The distance, an int.
+    """
     previous = list(range(len(reference) + 1))
     for i, symbol in enumerate(hypothesis, 1):
         current = [i]
@@ -23,13 +31,25 @@ def edit_distance(hypothesis, reference):
 
 
 def closest_reference(hypothesis, references):
-    """`(distance, reference)` of the reference closest to `hypothesis` (the first on ties)."""
+    """`(distance, reference)` of the reference closest to `hypothesis` (the first on ties).
+
+    Args:
+        hypothesis: A sequence (a string, a list of tokens).
+        references: A non-empty list of sequences.
+    """
     return min(((edit_distance(hypothesis, r), r) for r in references), key=lambda pair: pair[0])
 
 
 def word_error_rate(hypotheses, references):
-    """Share of words whose hypothesis equals none of their references. `hypotheses[i]` is a
-    token sequence (e.g. `"K AE T".split()`), `references[i]` a list of them."""
+    """Share of words whose hypothesis equals none of their references.
+
+    Args:
+        hypotheses: One token sequence per word (e.g. `"K AE T".split()`).
+        references: One non-empty list of token sequences per word.
+
+    Returns:
+        A float in [0, 1].
+    """
     _check(hypotheses, references)
     wrong = [
         list(h) not in [list(r) for r in refs]
@@ -40,7 +60,15 @@ def word_error_rate(hypotheses, references):
 
 def phoneme_error_rate(hypotheses, references):
     """Edit distance to the closest reference over that reference's length, summed over the
-    words: `Σ d(h, r*) / Σ |r*|`."""
+    words: `Σ d(h, r*) / Σ |r*|`.
+
+    Args:
+        hypotheses: One token sequence per word.
+        references: One non-empty list of token sequences per word.
+
+    Returns:
+        A float (0 for no error).
+    """
     _check(hypotheses, references)
     errors = length = 0
     for hypothesis, refs in zip(hypotheses, references, strict=True):
@@ -115,16 +143,28 @@ def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False, return
     )
 
 
-def bleu_signature(tokenize="13a", lowercase=False, num_references=1):
+def bleu_signature(tokenize="none", lowercase=False, num_references=1):
     """sacreBLEU's signature of `corpus_bleu` with these settings (what to quote beside a
-    score on raw text), e.g. `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1`."""
+    score), e.g. `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1`.
+
+    Args:
+        tokenize: The tokenizer `corpus_bleu` was called with. Defaults to `"none"`, as
+            `corpus_bleu`'s own default.
+        lowercase: Whether `corpus_bleu` lowercased. Defaults to `False`.
+        num_references: The number of references per sentence. Defaults to 1.
+    """
     bleu = _bleu(tokenize, lowercase)
     bleu.corpus_score(["a"], [["a"]] * num_references)  # sacreBLEU counts the references
     return str(bleu.get_signature())
 
 
 def corpus_chrf(hypotheses, references):
-    """Corpus chrF (Popović 2015; sacreBLEU's chrF2, character 6-grams) in percent."""
+    """Corpus chrF (Popović 2015; sacreBLEU's chrF2, character 6-grams) in percent.
+
+    Args:
+        hypotheses: The system's output, one string per sentence.
+        references: One reference string per sentence, or a list of references per sentence.
+    """
     from sacrebleu.metrics import CHRF
 
     return (

@@ -249,19 +249,31 @@ class GenerationMixin:
         batch_size=256,
         **kwargs,
     ):
-        """Strings in, strings out, through two vocabularies (`keras_luong.vocabulary`'s
-        `Vocabulary` or `SubwordVocabulary`; by default the model's own, from
-        `set_vocabularies`): `source_vocabulary.encode` makes the ids (unseen symbols become
-        the OOV id), `target_vocabulary.decode(ids)` reads the generated ones up to the end
-        token. Takes `generate`'s decoding arguments. An empty list gives an empty list; with
-        a sampler that returns all beams, each text gives its n-best list of
-        `(string, score)`.
+        """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
+        become the OOV id), `generate` decodes them, `target_vocabulary.decode(ids)` reads
+        the generated ones up to the end token.
 
         The texts are decoded in batches of `batch_size` sorted by source length, each padded
         to a multiple of 8 tokens (so one long text does not lengthen every batch, and few
-        shapes compile), and returned in the caller's order. `max_length` defaults to
-        `1.5 × (the longest source's tokens) + 10`: decoding stops when every hypothesis has
-        ended, so a generous bound costs nothing for the batches that end sooner."""
+        shapes compile), and returned in the caller's order.
+
+        Args:
+            texts: A list of strings. An empty list gives an empty list.
+            source_vocabulary: A `keras_luong.Vocabulary` or `SubwordVocabulary`; by default
+                the model's own (`set_vocabularies`).
+            target_vocabulary: Likewise, for the output.
+            max_length: The most tokens generated per text. Defaults to 1.5 × the longest
+                source's tokens + 10, for the whole call: decoding stops when every
+                hypothesis has ended, so a generous bound costs nothing for the batches that
+                end sooner.
+            sampler: As in `generate`; `None` (the default) for the model's sampler.
+            batch_size: Texts decoded at once. Defaults to 256.
+            **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
+
+        Returns:
+            One string per text; with a sampler that returns all beams, one n-best list of
+            `(string, score)` per text.
+        """
         vocabularies = {}
         for side, vocabulary, size in (
             ("source", source_vocabulary, self.source_vocabulary_size),
@@ -303,9 +315,15 @@ class GenerationMixin:
         return results
 
     def generator(self, max_length, sampler=None, stop_token_ids="auto", **deprecated):
-        """The `keras.Model` from source ids to generated target ids that `generate` runs
-        (arguments as there), for `predict` on a dataset and for export as a serving
-        signature. Kept on the model per setting: its compiled function is reused."""
+        """The `keras.Model` from source ids to generated target ids that `generate` runs,
+        for `predict` on a dataset and for export as a serving signature. Kept on the model
+        per setting: its compiled function is reused.
+
+        Args:
+            max_length: The number of target tokens generated at most.
+            sampler: As in `generate`; `None` (the default) for the model's sampler.
+            stop_token_ids: As in `generate`. Defaults to `"auto"` (the end token).
+        """
         generator, _ = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
         return generator
 
@@ -313,8 +331,14 @@ class GenerationMixin:
         """Exports a TensorFlow SavedModel whose `serve` signature maps int32 source ids
         `(batch, S)` to generated target ids `(batch, max_length)` (with a sampler that
         returns all beams: the ids `(batch, num_beams, max_length)` and their scores).
-        Takes `generate`'s `sampler` and `stop_token_ids`. Works from the TensorFlow and JAX
-        backends; from torch, save a `.keras` file and export it on TensorFlow."""
+        Works from the TensorFlow and JAX backends; from torch, save a `.keras` file and
+        export it on TensorFlow.
+
+        Args:
+            filepath: The SavedModel's folder.
+            max_length: The number of target tokens generated at most.
+            **kwargs: `generate`'s `sampler` and `stop_token_ids`.
+        """
         if keras.backend.backend() == "torch":
             raise NotImplementedError(
                 "export_generator writes a TensorFlow SavedModel, which the torch backend "

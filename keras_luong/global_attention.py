@@ -83,8 +83,32 @@ class GlobalAttention(BaseLuongAttention):
         Translation", EMNLP 2015 (arXiv:1508.04025), section 3.1.
     """
 
-    def __init__(self, score_mode="general", max_source_length=None, **kwargs):
-        super().__init__(score_mode=score_mode, **kwargs)
+    def __init__(
+        self,
+        score_mode="general",
+        max_source_length=None,
+        units=None,
+        use_scale=False,
+        attentional_units=None,
+        attentional_activation="tanh",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(
+            score_mode=score_mode,
+            units=units,
+            use_scale=use_scale,
+            attentional_units=attentional_units,
+            attentional_activation=attentional_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            **kwargs,
+        )
         self.max_source_length = check_integer(
             "max_source_length", max_source_length, allow_none=True
         )
@@ -101,7 +125,7 @@ class GlobalAttention(BaseLuongAttention):
     def location_score(self, query, keys):
         scores = project(query, self.location_kernel)
         source_length = ops.shape(keys)[1]
-        if isinstance(source_length, int):  # known: check_source_length refused a longer one
+        if isinstance(source_length, int):  # known: _check_source_length refused a longer one
             return scores[..., :source_length]
         # Known only as the compiled model runs: positions past max_source_length get no weight.
         batch, steps = ops.shape(query)[0], ops.shape(query)[1]
@@ -109,7 +133,7 @@ class GlobalAttention(BaseLuongAttention):
         padding = ops.full((batch, steps, extra), MASKED_SCORE, dtype=scores.dtype)
         return ops.concatenate([scores, padding], axis=-1)[..., :source_length]
 
-    def check_source_length(self, source_length):
+    def _check_source_length(self, source_length):
         if (
             self.score_mode == "location"
             and source_length is not None

@@ -109,6 +109,14 @@ class LocalAttention(BaseLuongAttention):
         renormalize=False,
         position_units=None,
         score_mode="general",
+        units=None,
+        use_scale=False,
+        attentional_units=None,
+        attentional_activation="tanh",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
         **kwargs,
     ):
         check_one_of("alignment", alignment, LOCAL_ALIGNMENTS)
@@ -127,7 +135,18 @@ class LocalAttention(BaseLuongAttention):
                 f"Received: window={window!r}, sigma={sigma!r}"
             )
         check_integer("position_units", position_units, allow_none=True)
-        super().__init__(score_mode=score_mode, **kwargs)
+        super().__init__(
+            score_mode=score_mode,
+            units=units,
+            use_scale=use_scale,
+            attentional_units=attentional_units,
+            attentional_activation=attentional_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            **kwargs,
+        )
         self.alignment = alignment
         self.window = window
         self.sigma = sigma
@@ -190,17 +209,17 @@ class LocalAttention(BaseLuongAttention):
         """The keys of gathered windows `(B, T, 2D + 1, d_v)`: projected by the score mode's
         `key_kernel` if it has one (`"concat"`), except where the mode can move that kernel
         onto the query instead (`"general"`: `h_t W_a^T`, see `window_query`)."""
-        if self.key_kernel is None or self.score_entry.query_side is not None:
+        if self.key_kernel is None or self._score_entry.query_side is not None:
             return window
         return project(window, self.key_kernel)
 
     def window_query(self, query):
         """The query scored against the windows: `h_t W_a^T` for `"general"`, one projection a
         step rather than one per window position; else the query itself."""
-        query_side = self.score_entry.query_side
+        query_side = self._score_entry.query_side
         return query if query_side is None else query_side(self, query)
 
-    def candidates(self, source_length):
+    def _candidates(self, source_length):
         return 2 * self.window + 1
 
     def aligned_positions(self, query, lengths, step=None, starts=None):

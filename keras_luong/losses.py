@@ -29,8 +29,20 @@ def sequence_loss(
     - no flag: the weighted cross-entropy `(B, T)` itself;
     - an average with a sum: a `ValueError` (the order would be ambiguous).
 
-    A sum of zero weights gives 0, not NaN. `label_smoothing` (0 by default, tensorflow-addons'
-    case) mixes the one-hot targets with the uniform distribution, as Keras' losses do.
+    A sum of zero weights gives 0, not NaN.
+
+    Args:
+        logits: Unnormalised log-probabilities `(B, T, V)`.
+        targets: The target ids `(B, T)`.
+        weights: Weights `(B, T)` (0 for padding); ones when `None` (the default).
+        average_across_timesteps: Divide by the weights' sum over time. Defaults to `True`.
+        average_across_batch: Divide by the weights' sum over the batch. Defaults to `True`.
+        sum_over_timesteps: Divide by the number of non-zero weights over time. Defaults to
+            `False`.
+        sum_over_batch: Divide by the number of non-zero weights over the batch. Defaults
+            to `False`.
+        label_smoothing: Mixes the one-hot targets with the uniform distribution, as Keras'
+            losses do. Defaults to 0 (tensorflow-addons' case).
 
     Example:
 

@@ -115,9 +115,28 @@ class MonotonicAttention(BaseLuongAttention):
         score_bias_init=0.0,
         sigmoid_noise=0.0,
         inference_mode=None,
+        units=None,
+        use_scale=False,
+        attentional_units=None,
+        attentional_activation="tanh",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
         **kwargs,
     ):
-        super().__init__(score_mode=score_mode, **kwargs)
+        super().__init__(
+            score_mode=score_mode,
+            units=units,
+            use_scale=use_scale,
+            attentional_units=attentional_units,
+            attentional_activation=attentional_activation,
+            dropout=dropout,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            **kwargs,
+        )
         check_one_of("mode", mode, MODES)
         if inference_mode is not None:
             check_one_of("inference_mode", inference_mode, MODES)
@@ -190,7 +209,7 @@ class MonotonicAttention(BaseLuongAttention):
         first = ops.cast(ops.equal(ops.arange(source_length), 0), "float32")
         return ops.broadcast_to(first[None, :], (batch_size, source_length))
 
-    def mode_for(self, training):
+    def _mode_for(self, training):
         """The mode of a call: `mode` in training, else `inference_mode` (if set), checked
         here too, since either may be set on the layer after it was made."""
         if training or self.inference_mode is None:
@@ -224,7 +243,7 @@ class MonotonicAttention(BaseLuongAttention):
         mask = memory.get("mask")
         if mask is not None:
             scores = ops.where(mask[:, None, :], scores, MASKED_SCORE)
-        if self.mode_for(training) == "hard":
+        if self._mode_for(training) == "hard":
             return ops.cast(scores > 0, "float32")
         return ops.sigmoid(scores)
 
@@ -244,7 +263,7 @@ class MonotonicAttention(BaseLuongAttention):
             dropout_mask, noise = draws[:, :, 0], draws[:, :, 1]
         (previous,) = state
         probabilities = self.stop_probabilities(query, memory, training, noise)
-        mode = self.mode_for(training)
+        mode = self._mode_for(training)
         if query.shape[1] == 1:  # one decoding step: no loop
             last = monotonic_alignment(probabilities[:, 0], previous, mode)
             if query_mask is not None:

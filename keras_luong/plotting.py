@@ -12,9 +12,21 @@ def plot_attention(weights, source_tokens, target_tokens, path=None, title=None,
     font cannot draw (CJK with matplotlib's default DejaVu Sans) is written as its code point
     (`U+5E74`) rather than as a box.
 
-    Returns the matplotlib figure. With `path`, saves it there without touching pyplot or the
-    matplotlib backend; otherwise draws with pyplot (inline in a notebook) or on `ax`.
-    Needs matplotlib (`pip install 'keras-luong[plot]'`)."""
+    Needs matplotlib (`pip install 'keras-luong[plot]'`).
+
+    Args:
+        weights: Attention weights `(T, S)` (a numpy array or a tensor).
+        source_tokens: The labels of the columns.
+        target_tokens: The labels of the rows.
+        path: If given, the figure is saved there, without touching pyplot or the
+            matplotlib backend.
+        title: The figure's title.
+        ax: A matplotlib axes to draw on; by default a new figure, drawn with pyplot (inline
+            in a notebook).
+
+    Returns:
+        The matplotlib figure.
+    """
     try:
         import matplotlib  # noqa: F401  (the other imports below are local)
     except ImportError as error:

@@ -136,7 +136,14 @@ class ScheduledSampling(keras.callbacks.Callback):
         self.step = 0
 
     def gold_probability(self, i):
-        """`ε_i`: the probability of feeding the gold token at step (or epoch) `i`."""
+        """`ε_i`: the probability of feeding the gold token at step (or epoch) `i`.
+
+        Args:
+            i: The step (or epoch), counted from 0.
+
+        Returns:
+            A float in [`minimum`, 1].
+        """
         check_integer("i", i, minimum=0)
         if self.schedule == "linear":
             epsilon = self.k - self.c * i

@@ -41,8 +41,12 @@ class ScoreMode:
 def score_mode(name, weights=None, query_side=None):
     """Marks a layer method `(self, query, keys) -> scores` as the score mode `name`.
 
-    The class (a subclass of `BaseLuongAttention`) then accepts `score_mode=name`; `weights`
-    and `query_side` are as in `ScoreMode`.
+    The class (a subclass of `BaseLuongAttention`) then accepts `score_mode=name`.
+
+    Args:
+        name: The score mode's name, for `score_mode=`.
+        weights: Optional, as in `ScoreMode`.
+        query_side: Optional, as in `ScoreMode`.
 
     Example:
 
@@ -88,6 +92,16 @@ def registry_of(cls):
 
 
 def dot_score(layer, query, keys):
+    """Luong's dot score `h_t · k_s`, for a score mode to build on.
+
+    Args:
+        layer: The attention layer (unused).
+        query: The query `(B, T, d)`.
+        keys: The keys `(B, S, d)`, or one window per step `(B, T, W, d)`.
+
+    Returns:
+        The scores `(B, T, S)` or `(B, T, W)`.
+    """
     if len(keys.shape) == 4:
         return ops.einsum("btd,btwd->btw", query, keys)
     return ops.einsum("btd,bsd->bts", query, keys)

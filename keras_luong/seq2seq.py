@@ -312,7 +312,7 @@ class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMi
         )
         return (step_call(self.projection, attentional), attentional, states, *weights)
 
-    def check_data(self, x, y=None):
+    def _check_data(self, x, y=None):
         """Checks the token ids of `(source, target_in)` (a tuple or a dict) and `y` given as
         arrays (see `TokenIdChecks`)."""
         if isinstance(x, dict):

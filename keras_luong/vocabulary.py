@@ -22,7 +22,18 @@ class _Ids:
 
     def encode(self, text, length=None, start=False, end=False):
         """The ids of `text` (optionally after a start id and before an end id), cut or padded
-        with 0 to `length` if given."""
+        with 0 to `length` if given.
+
+        Args:
+            text: A string.
+            length: The number of ids returned, cut or padded with 0; `None` (the default)
+                for as many as `text` gives.
+            start: Whether the start id (1) comes first. Defaults to `False`.
+            end: Whether the end id (2) comes last. Defaults to `False`.
+
+        Returns:
+            A list of int ids.
+        """
         ids = self._symbol_ids(check_text("text", text))
         if length is not None:
             check_integer("length", length, minimum=0)
@@ -32,9 +43,20 @@ class _Ids:
         return ids[:length] + [self.PAD] * (length - len(ids))
 
     def encode_batch(self, texts, length=None, start=False, end=False):
-        """`(len(texts), length)` int32 ids, padded with 0 (`length` defaults to the longest,
-        and is at least 1: an empty text is a row of padding, which a model reads as an
-        empty source)."""
+        """`(len(texts), length)` int32 ids, padded with 0: `encode` of each text, in one
+        array.
+
+        Args:
+            texts: A list of strings. An empty text is a row of padding, which a model reads
+                as an empty source.
+            length: The width of the array, each row cut or padded with 0; `None` (the
+                default) for the longest row's (at least 1).
+            start: Whether each row starts with the start id (1). Defaults to `False`.
+            end: Whether each row ends with the end id (2). Defaults to `False`.
+
+        Returns:
+            An int32 numpy array `(len(texts), length)`.
+        """
         texts = check_texts("texts", texts)
         rows = [self.encode(t, start=start, end=end) for t in texts]
         if length is None:
@@ -46,7 +68,14 @@ class _Ids:
         return array
 
     def decode(self, ids):
-        """The text of `ids` up to the first end id; padding and start ids are skipped."""
+        """The text of `ids` up to the first end id; padding and start ids are skipped.
+
+        Args:
+            ids: A sequence of int ids (a list, or one row of a numpy array).
+
+        Returns:
+            The string. An id outside the vocabulary raises a `ValueError`.
+        """
         kept = []
         for i in ids:
             i = int(i)
@@ -65,14 +94,26 @@ class _Ids:
         return cls(**config)
 
     def save(self, path):
-        """Writes the configuration as JSON (e.g. beside a `.keras` model)."""
+        """Writes the vocabulary as JSON (e.g. beside a `.keras` model; a model's own
+        vocabularies go inside its `.keras` file, see `LuongSeq2Seq.set_vocabularies`).
+
+        Args:
+            path: The file to write.
+        """
         with open(path, "w", encoding="utf-8") as f:
             json.dump(serialize(self), f, ensure_ascii=False)
 
     @classmethod
     def load(cls, path):
-        """The vocabulary saved at `path` by `save`. A file that is not one (not JSON, or a
-        damaged model inside it) gets a `ValueError` naming the file."""
+        """The vocabulary saved by `save`.
+
+        Args:
+            path: The file `save` wrote. A file that is not one (not JSON, or a damaged
+                model inside it) gets a `ValueError` naming the file.
+
+        Returns:
+            The vocabulary, of the class that saved it.
+        """
         path = check_path("path", path)
         with open(path, encoding="utf-8") as f:
             try:
@@ -134,9 +175,19 @@ class Vocabulary(_Ids):
 
     @classmethod
     def from_corpus(cls, texts, split="characters", max_size=None, min_count=1, **kwargs):
-        """The vocabulary of the symbols in `texts` (an iterable of strings): those seen at
-        least `min_count` times, at most the `max_size` most frequent (ties broken by first
-        appearance) if given; the others are out of vocabulary."""
+        """The vocabulary of the symbols in `texts`.
+
+        Args:
+            texts: An iterable of strings.
+            split: `"characters"` (the default) or `"whitespace"` (words).
+            max_size: If given, keep at most this many symbols, the most frequent (ties
+                broken by first appearance).
+            min_count: Keep the symbols seen at least this many times. Defaults to 1.
+            **kwargs: The constructor's other arguments (`oov_token`).
+
+        Returns:
+            A `Vocabulary`; the symbols left out are out of vocabulary (id 3).
+        """
         counts = {}
         for text in texts:
             for symbol in _tokenize(text, split):
@@ -150,6 +201,11 @@ class Vocabulary(_Ids):
         return len(self.symbols) + self.RESERVED
 
     def tokenize(self, text):
+        """The symbols of `text`: its characters, or its whitespace-separated words.
+
+        Args:
+            text: A string.
+        """
         return _tokenize(text, self.split)
 
     def _symbol_ids(self, text):
@@ -326,7 +382,11 @@ class SubwordVocabulary(_Ids):
         return [self.processor.id_to_piece(i) for i in range(self.RESERVED, len(self))]
 
     def tokenize(self, text):
-        """The units of `text`, `▁` marking the start of a word."""
+        """The units of `text`, `▁` marking the start of a word.
+
+        Args:
+            text: A string.
+        """
         return self.processor.encode(text, out_type=str)
 
     def _symbol_ids(self, text):

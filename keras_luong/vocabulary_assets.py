@@ -10,10 +10,17 @@ class VocabularyAssetsMixin:
     model provides `source_vocabulary_size` and `target_vocabulary_size`."""
 
     def set_vocabularies(self, source_vocabulary, target_vocabulary):
-        """Keeps the two vocabularies on the model (`source_vocabulary` and
-        `target_vocabulary`): `translate` uses them by default, and `model.save` writes them
-        into the `.keras` file, so `keras.saving.load_model` gives back a model that
-        translates strings. Their sizes must be the model's vocabulary sizes."""
+        """Keeps the two vocabularies on the model (as its `source_vocabulary` and
+        `target_vocabulary` attributes): `translate` and `BleuCallback` use them by default,
+        and `model.save` writes them into the `.keras` file, so `keras.saving.load_model`
+        gives back a model that translates strings.
+
+        Args:
+            source_vocabulary: A `keras_luong.Vocabulary` or `SubwordVocabulary` of
+                `source_vocabulary_size` ids.
+            target_vocabulary: Likewise, of `target_vocabulary_size` ids (the same object
+                for a shared vocabulary).
+        """
         check_vocabulary_size("source", source_vocabulary, self.source_vocabulary_size)
         check_vocabulary_size("target", target_vocabulary, self.target_vocabulary_size)
         self.source_vocabulary = source_vocabulary

@@ -7,6 +7,7 @@ numpy, or properties such as weights summing to one); this test checks they ran 
 what the page says they print.
 """
 
+import importlib
 import inspect
 import os
 import re
@@ -170,3 +171,98 @@ def test_readme_links_work_on_a_package_index():
         candidates = [DOCS / f"{name}.md", DOCS / name / "index.md", DOCS / f"{name}.ipynb"]
         assert any(c.is_file() for c in candidates), f"README links to {page}: no such page"
     assert "## From a clone" in readme and readme.index("## Install") < readme.index("make ")
+
+
+# Methods Keras calls (their arguments are Keras'), never shown on the reference pages.
+KERAS_HOOKS = {"build", "call", "compute_output_shape", "compute_output_spec", "get_config"}
+
+
+def reference_entries():
+    """`(page, dotted path, members shown or None for all)` for each `::: path` of the API
+    reference, with mkdocstrings' `members` and `inherited_members` options read."""
+    import ast
+
+    for page in sorted((DOCS / "api").glob("*.md")):
+        text = page.read_text()
+        for entry in re.finditer(r"^::: (\S+)\n((?:    .*\n|\n(?=    ))*)", text, re.M):
+            options = " ".join(entry.group(2).split())
+            members = re.search(r"(?<!inherited_)members: (\[.*?\])", options)
+            yield page.name, entry.group(1), ast.literal_eval(members.group(1)) if members else None
+
+
+def resolve(path):
+    try:
+        return importlib.import_module(path)
+    except ImportError:
+        module, _, name = path.rpartition(".")
+        return getattr(importlib.import_module(module), name)
+
+
+def reference_callables():
+    """Every callable the API reference shows: `(label, callable)`."""
+    for page, path, members in reference_entries():
+        obj = resolve(path)
+        if inspect.ismodule(obj):
+            names = members or [
+                n for n, v in vars(obj).items()
+                if not n.startswith("_") and getattr(v, "__module__", None) == obj.__name__
+            ]  # fmt: skip
+            objects = [(f"{path}.{n}", getattr(obj, n), None) for n in names]
+        else:
+            objects = [(path, obj, members)]
+        for label, thing, shown in objects:
+            yield f"{page}: {label}", thing
+            if not inspect.isclass(thing):
+                continue
+            if shown is None:  # mkdocstrings shows the class's own public members
+                shown = [n for n in vars(thing) if not n.startswith("_")]
+            for name in shown:
+                attribute = inspect.getattr_static(thing, name)
+                if isinstance(attribute, property) or name in KERAS_HOOKS:
+                    continue
+                if isinstance(attribute, (staticmethod, classmethod)):
+                    attribute = attribute.__func__
+                if callable(attribute) and inspect.getdoc(attribute):
+                    yield f"{page}: {label}.{name}", getattr(thing, name)
+
+
+def test_every_argument_on_the_reference_pages_is_documented():
+    """Each function and method the API reference shows has an `Args:` line for every
+    argument of its signature (a class: of its constructor, through `**kwargs` where it
+    passes them on); each page's object is importable where the page says."""
+    missing = []
+    seen = 0
+    for label, thing in reference_callables():
+        seen += 1
+        if inspect.isclass(thing):
+            arguments = constructor_arguments(thing)
+            doc = inspect.getdoc(thing)
+        else:
+            parameters = inspect.signature(thing).parameters.values()
+            arguments = {
+                p.name for p in parameters
+                if p.name not in ("self", "cls") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+            }  # fmt: skip
+            doc = inspect.getdoc(thing) or ""
+        if thing is keras_luong.GreedySampler:  # its one argument is the base class's
+            doc = inspect.getdoc(samplers.Sampler)
+        gap = arguments - {a.lstrip("*") for a in documented_arguments(doc)}
+        if gap:
+            missing.append(f"{label}: {sorted(gap)}")
+    assert seen > 60  # every page was read
+    assert not missing, "undocumented arguments:\n" + "\n".join(missing)
+
+
+def test_the_guides_import_what_the_top_level_exports():
+    """What the guides import from submodules is also importable from `keras_luong`, and the
+    reference documents each class once, at that path."""
+    for name in ("Vocabulary", "SubwordVocabulary", "BucketedBatches", "BleuCallback",
+                 "SequenceLoss", "ScheduledSampling"):  # fmt: skip
+        assert name in keras_luong.__all__ and getattr(keras_luong, name).__name__ == name
+    paths = [path for _, path, _ in reference_entries()]
+    names = [path.rsplit(".", 1)[-1] for path in paths]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    for path in paths:
+        name = path.rsplit(".", 1)[-1]
+        if name in keras_luong.__all__:
+            assert path == f"keras_luong.{name}", f"{path}: document it as keras_luong.{name}"

@@ -114,7 +114,9 @@ def test_bleu_properties_and_tokenization():
     assert corpus_bleu(["a dog runs."], ["a dog runs ."]) < 100
     assert corpus_bleu(["a dog runs."], ["a dog runs ."], tokenize="13a") == pytest.approx(100)
     assert corpus_bleu(["A Dog runs ."], ["a dog runs ."], lowercase=True) == pytest.approx(100)
-    assert "tok:13a" in bleu_signature() and "tok:none" in bleu_signature("none")
+    # The signature's defaults are corpus_bleu's: quoting it beside a default score is right.
+    assert "tok:none" in bleu_signature() and "case:mixed" in bleu_signature()
+    assert "tok:13a|" in bleu_signature("13a") and "case:lc" in bleu_signature(lowercase=True)
     with pytest.raises(ValueError, match="tokenize='moses'"):
         corpus_bleu(["a"], ["a"], tokenize="moses")
     with pytest.raises(ValueError, match="2 hypotheses and 1 references"):

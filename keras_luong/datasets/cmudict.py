@@ -72,7 +72,14 @@ def load_data(validation_size=2000, seed=0, max_train_words=None):
     `(N, 22)` letter ids, `target_in` (start + phonemes) and `target_out` (phonemes + end)
     `(N, 21)`; `validation` and `test` have per distinct word the `words`, their
     `references` (lists of pronunciations) and `source`. Also returns the
-    `letter_vocabulary` and the `phoneme_vocabulary` (built from the training file)."""
+    `letter_vocabulary` and the `phoneme_vocabulary` (built from the training file).
+
+    Args:
+        validation_size: The number of training words held out for validation. Defaults to
+            2000.
+        seed: The seed of that choice. Defaults to 0.
+        max_train_words: If given, keep only this many training words (quick runs).
+    """
     train_entries = read_split("train")
     test_entries = read_split("test")
     words, references = group(train_entries)

@@ -146,7 +146,22 @@ def encode(examples, source_vocabulary, source_length):
 def load_data(num_examples=20000, seed=0, locales=LOCALES, formats=FORMATS, split=(0.8, 0.1)):
     """The dates task, split into `train`, `validation` and `test` dicts of arrays (see
     `encode`), with the `source_vocabulary`, the `target_vocabulary` and the raw `examples`
-    of each split."""
+    of each split.
+
+    Args:
+        num_examples: The number of dates generated. Defaults to 20000.
+        seed: The seed of the generator. Defaults to 0.
+        locales: The locales the dates are written in (`LOCALES` by default).
+        formats: The date formats used (`FORMATS` by default: `"full"`, `"long"`,
+            `"medium"`, `"short"`).
+        split: The training and validation shares; the test split gets the rest. Defaults
+            to `(0.8, 0.1)`.
+
+    Returns:
+        A dict with `"train"`, `"validation"` and `"test"` (each `source`, `target_in`,
+        `target_out`, `gold`, `sure` arrays and the `examples`), `"source_vocabulary"` and
+        `"target_vocabulary"`.
+    """
     examples = generate(num_examples, seed, locales, formats)
     source_vocabulary = Vocabulary("".join(e["source"] for e in examples))
     source_length = max(len(e["source"]) for e in examples)
@@ -179,7 +194,16 @@ def alignment_scores(weights, gold, sure):
     ```
 
     Attention whose strongest weight is on the copied digit wherever there is one, and inside
-    the field elsewhere, scores 0; attention that misses every field scores 1."""
+    the field elsewhere, scores 0; attention that misses every field scores 1.
+
+    Args:
+        weights: Attention weights `(N, T, S)`.
+        gold: The possible links, booleans `(N, T, S)`.
+        sure: The sure links, booleans `(N, T, S)`, each one also possible.
+
+    Returns:
+        `(accuracy, aer)`, two floats.
+    """
     weights, gold, sure = np.asarray(weights), np.asarray(gold), np.asarray(sure)
     if np.any(sure & ~gold):
         raise ValueError("Every sure link must also be a possible link (sure ⊆ gold).")

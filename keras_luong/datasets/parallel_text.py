@@ -12,7 +12,14 @@ def load_parallel_text(source_file, target_file):
     the name ends in `.gz`), line `i` of one translated by line `i` of the other.
 
     The end-of-line characters are dropped; nothing else is changed. The files must have the
-    same number of lines and be UTF-8; a path may be a `str` or an `os.PathLike`.
+    same number of lines and be UTF-8.
+
+    Args:
+        source_file: The source side's file, a `str` or an `os.PathLike`.
+        target_file: The target side's file, with as many lines.
+
+    Returns:
+        `(sources, targets)`, two lists of strings.
 
     Example:
 

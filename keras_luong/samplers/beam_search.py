@@ -148,7 +148,7 @@ class BeamSearchSampler(Sampler):
         """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
         return penalties.length_normalize(log_probs, lengths, self.length_penalty)
 
-    def too_short(self, lengths, vocabulary, stop_token_ids):
+    def _too_short(self, lengths, vocabulary, stop_token_ids):
         """The stop tokens of the hypotheses shorter than `min_length`, a boolean
         `(rows, vocabulary)` (or `None` when there is no such ban)."""
         if not (stop_token_ids and self.min_length):
@@ -219,7 +219,7 @@ class BeamSearchSampler(Sampler):
             # touch a finished hypothesis: its one continuation is padding.
             running = ops.logical_not(finished)
             logits = self.block_repeats(logits, prompt, index, active=running)
-            too_short = self.too_short(lengths, vocabulary, stop_token_ids)
+            too_short = self._too_short(lengths, vocabulary, stop_token_ids)
             if too_short is not None:
                 too_short = ops.logical_and(too_short, running[:, None])
                 logits = ops.where(too_short, MASKED_SCORE, logits)

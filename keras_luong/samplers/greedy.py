@@ -35,9 +35,8 @@ class GreedySampler(Sampler):
     """
 
     def compute_probabilities(self, logits):
-        """The logits themselves (in float32): their argmax is the softmax's, and the softmax
-        over the vocabulary is a measurable share of a greedy step (benchmarks/
-        decoding_vs_tfa.py)."""
+        """The logits themselves (in float32): their argmax is the softmax's, so the softmax
+        over the vocabulary, a pass over every logit at every step, is skipped."""
         return ops.cast(logits, "float32")
 
     def get_next_token(self, probabilities):

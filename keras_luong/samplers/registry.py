@@ -30,6 +30,9 @@ def get(identifier):
     ..., when keras-hub is installed). A dict is a config from `serialize`. A sampler
     object (keras-luong's or keras-hub's) is returned as it is.
 
+    Args:
+        identifier: A name, a config from `serialize`, or a sampler object.
+
     Example:
 
     >>> get("beam").num_beams
@@ -65,12 +68,23 @@ def get(identifier):
 
 
 def serialize(sampler):
-    """A sampler's config, for `deserialize` (or `get`)."""
+    """A sampler's config, for `deserialize` (or `get`).
+
+    Args:
+        sampler: A keras-luong or keras-hub sampler.
+
+    Returns:
+        A JSON-safe dict.
+    """
     return keras.saving.serialize_keras_object(sampler)
 
 
 def deserialize(config):
-    """The sampler a `serialize` config describes."""
+    """The sampler a `serialize` config describes.
+
+    Args:
+        config: A dict from `serialize`.
+    """
     sampler = keras.saving.deserialize_keras_object(config)
     if not is_sampler(sampler):
         raise ValueError(
