@@ -11,6 +11,7 @@ per-call input pipeline; a generator is kept only once a call through it has suc
 import collections
 import json
 import numbers
+import sys
 
 import keras
 import numpy as np
@@ -118,6 +119,29 @@ class Seq2SeqGenerator(keras.Model):
         return np.zeros((0, self.max_length), "int32")
 
 
+# keras-hub's samplers that a sequence-to-sequence decoder cannot run, and why.
+UNSUPPORTED_SAMPLERS = {
+    "ContrastiveSampler": "contrastive search runs the decoder on k candidates per row after a "
+    "first step on the rows alone, so the source memory would be needed at two batch sizes",
+    "SpeculativeSampler": "speculative decoding needs a draft model, which a LuongSeq2Seq "
+    "does not have",
+}
+
+
+def check_supported(sampler):
+    """Refuses keras-hub's samplers that cannot decode a sequence-to-sequence model."""
+    keras_hub = sys.modules.get("keras_hub")
+    for name, reason in UNSUPPORTED_SAMPLERS.items():
+        cls = getattr(getattr(keras_hub, "samplers", None), name, None)
+        if cls is not None and isinstance(sampler, cls):
+            raise ValueError(
+                f"Invalid value for argument sampler: keras-hub's {name} is not supported "
+                f"({reason}). keras-luong's GreedySampler and BeamSearchSampler, and keras-hub's "
+                "GreedySampler, BeamSampler, RandomSampler, TopKSampler and TopPSampler are. "
+                f"Received: sampler={name}"
+            )
+
+
 def default_max_length(lengths):
     """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
     return int(1.5 * max(lengths, default=0)) + 10
@@ -201,8 +225,8 @@ class GenerationMixin:
                 set there), a name (`"greedy"`, `"beam"`, or one of keras-hub's: see
                 `keras_luong.samplers.get`), a config from `samplers.serialize`, or a
                 sampler object: `keras_luong.GreedySampler`, `keras_luong.BeamSearchSampler`
-                (beam width, length penalty, minimum length, n-best), or any
-                `keras_hub.samplers.Sampler`.
+                (beam width, length penalty, minimum length, n-best), or a keras-hub sampler
+                (all but its `ContrastiveSampler` and `SpeculativeSampler`).
             batch_size: Sources decoded at once.
             return_attention_scores: Also return the alignments of the decoded tokens,
                 `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
@@ -401,6 +425,7 @@ def get_generator(model, max_length, sampler=None, stop_token_ids="auto", **lega
     if sampler is None:  # the model's; the deprecated settings still start from greedy
         sampler = "greedy" if legacy else model.sampler
     sampler = resolve_sampler(sampler, legacy)
+    check_supported(sampler)
     if not model.built:  # decoding an untrained model is valid (if useless): build it
         ones = ops.ones((1, 1), "int32")
         model((ones, ones))

@@ -311,3 +311,23 @@ def test_compile_sets_the_default_sampler_as_keras_hub_does(tmp_path):
     )
     with pytest.raises(ValueError, match="argument sampler.*sampler='nucleus-ish'"):
         model.compile("adam", sampler="nucleus-ish")
+
+
+def test_keras_hub_samplers_that_decode_and_those_refused(model):
+    """keras-hub's samplers run the model's decoding loop: its beam search equals ours at two
+    beams, its greedy sampler is ours, top-p sampling from the smallest nucleus too;
+    contrastive and speculative decoding get a clear error."""
+    keras_hub = pytest.importorskip("keras_hub")
+    greedy = model.generate(SOURCE, L)
+    hub = keras_hub.samplers
+    np.testing.assert_array_equal(model.generate(SOURCE, L, sampler=hub.GreedySampler()), greedy)
+    np.testing.assert_array_equal(
+        model.generate(SOURCE, L, sampler=hub.BeamSampler(num_beams=2)),
+        model.generate(SOURCE, L, sampler=BeamSearchSampler(2)),
+    )
+    top_p = hub.TopPSampler(p=1e-6, seed=1)  # the smallest nucleus: the top token alone
+    np.testing.assert_array_equal(model.generate(SOURCE, L, sampler=top_p), greedy)
+    with pytest.raises(ValueError, match="ContrastiveSampler is not supported.*TopPSampler"):
+        model.generate(SOURCE, L, sampler=hub.ContrastiveSampler(k=2))
+    with pytest.raises(ValueError, match="SpeculativeSampler is not supported.*draft model"):
+        model.generate(SOURCE, L, sampler=hub.SpeculativeSampler())
