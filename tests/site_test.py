@@ -36,6 +36,14 @@ TEX = re.compile(
     r"\$\$|\\[(\[]|\\(frac|sum|prod|tilde|bar|hat|mathrm|mathbf|operatorname|exp|log|sigma"
     r"|alpha|beta|left|right|cdot|quad|qquad|begin|end|text|le|ge|in|top)\b"
 )
+# Lab-notebook text: who ran what on which machine, goals and whether they were met, what CI
+# or a test file does. None of it tells a user anything about the package.
+PROCESS_TEXT = re.compile(
+    r"\b(was|were) lent\b|\bgoals? (was|were|of)\b|\b(is|are|was|were),? met\b(?! by| with)"
+    r"|\bwithin the [^ ]+ asked\b|\bCI runs\b|\bdocs_test\.py\b|\bthis session\b"
+    r"|\bissue #?\d+|\bthe issue\b",
+    re.I,
+)
 
 
 def faults(page):
@@ -55,6 +63,10 @@ def faults(page):
     for match in TEX.finditer(text):
         context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
         found.append(f"raw TeX outside a math block: ...{context}...")
+    everything = html.unescape(re.sub(r"<[^>]+>", " ", page))  # code and comments included
+    for match in PROCESS_TEXT.finditer(everything):
+        context = everything[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
+        found.append(f"process text: ...{context}...")
     return found
 
 
@@ -77,6 +89,22 @@ def test_checks_find_a_blockquoted_example():
 )
 def test_checks_find_an_unparsed_section(page):
     assert len(faults(page)) == 1 and "unparsed docstring section" in faults(page)[0]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "No GPU machine was lent to this project.",
+        "The goal was 35 BLEU: 37.85, met.",
+        "# CI runs every notebook with QUICK=1",
+        "This page runs as written (tests/docs_test.py executes it).",
+        "PER is met (6.73%).",
+    ],
+)
+def test_checks_find_process_text(sentence):
+    page = f"<p>{html.escape(sentence)}</p>"
+    assert any(f.startswith("process text") for f in faults(page)), sentence
+    assert not faults("<p>The test set is scored as a whole; each case is met by a mask.</p>")
 
 
 def test_checks_find_raw_tex_and_leave_math_blocks_alone():
