@@ -13,13 +13,16 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def check_readme():
-    """Executes every python block of the README in one namespace and checks its output."""
+    """Executes every python block of the README, each on its own (a reader copies one block
+    at a time), and checks their output."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README has no python example"
     namespace, output = {}, io.StringIO()
     with contextlib.redirect_stdout(output):
         for block in blocks:
-            exec(compile(block, str(README), "exec"), namespace)
+            alone = {}  # nothing from the blocks before
+            exec(compile(block, str(README), "exec"), alone)
+            namespace.update(alone)
     printed = output.getvalue()
     # The install section's example learns its five pairs.
     assert "['2', '12']\n['4']" in printed, printed

@@ -63,6 +63,9 @@ def faults(page):
     for match in TEX.finditer(text):
         context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
         found.append(f"raw TeX outside a math block: ...{context}...")
+    for paragraph in re.findall(r"<p>(.*?)</p>", page, re.S):
+        if re.search(r"\n\s*(-|\*|\d+\.) \S", paragraph):
+            found.append(f"a list rendered as a paragraph: {paragraph[:80]!r}")
     everything = html.unescape(re.sub(r"<[^>]+>", " ", page))  # code and comments included
     for match in PROCESS_TEXT.finditer(everything):
         context = everything[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
@@ -105,6 +108,11 @@ def test_checks_find_process_text(sentence):
     page = f"<p>{html.escape(sentence)}</p>"
     assert any(f.startswith("process text") for f in faults(page)), sentence
     assert not faults("<p>The test set is scored as a whole; each case is met by a mask.</p>")
+
+
+def test_checks_find_a_list_run_into_its_paragraph():
+    assert any("list rendered" in f for f in faults("<p>What this shows:\n- one\n- two</p>"))
+    assert not faults("<p>What this shows:</p>\n<ul>\n<li>one</li>\n</ul>")
 
 
 def test_checks_find_raw_tex_and_leave_math_blocks_alone():
