@@ -67,15 +67,26 @@ test: lint docs
 	echo "all backends passed: $(BACKENDS)"
 	$(MAKE) --no-print-directory readme-venv
 
-# The README's install line and code in a new virtual environment holding only
-# keras-luong[jax] (built from this checkout) and what it requires: no TensorFlow, torch,
-# keras-hub or matplotlib (tests/readme_test.py checks that they are absent).
+# The release files, as a user gets them: the wheel and the sdist built from this checkout
+# (python -m build), each installed with the jax extra in a new virtual environment holding
+# only that and what it requires, where the README's code runs from the installed package
+# (tests/readme_test.py checks that it comes from site-packages, at this version, and that
+# TensorFlow, torch, keras-hub and matplotlib are absent). The wheel must hold the package
+# and nothing else (no tests, no corpus).
 FRESH_VENV := $(CURDIR)/.cache/fresh-venv
-readme-venv:
-	rm -rf $(FRESH_VENV)
+DIST := $(CURDIR)/.cache/dist
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' keras_luong/__init__.py)
+readme-venv: install
+	rm -rf $(FRESH_VENV) $(DIST)
+	$(PY) -m build --sdist --wheel --outdir $(DIST) . > $(DIST).log 2>&1 || (tail -20 $(DIST).log; exit 1)
+	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
+		stray = [n for n in names if not n.startswith(('keras_luong/', 'keras_luong-'))]; \
+		assert not stray, stray" $(DIST)/keras_luong-$(VERSION)-py3-none-any.whl
 	$(PYTHON) -m venv $(FRESH_VENV)
-	$(FRESH_VENV)/bin/pip install -q ".[jax]"
-	KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
+	$(FRESH_VENV)/bin/pip install -q "$(DIST)/keras_luong-$(VERSION)-py3-none-any.whl[jax]"
+	KERAS_LUONG_VERSION=$(VERSION) KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
+	$(FRESH_VENV)/bin/pip install -q --no-deps --force-reinstall $(DIST)/keras_luong-$(VERSION).tar.gz
+	KERAS_LUONG_VERSION=$(VERSION) KERAS_BACKEND=jax $(FRESH_VENV)/bin/python tests/readme_test.py
 
 # Drops what the backends log to stderr (TensorFlow's start-up lines) from saved outputs.
 define STRIP_STDERR

@@ -58,5 +58,9 @@ if __name__ == "__main__":
     import keras_luong
 
     assert "site-packages" in keras_luong.__file__, keras_luong.__file__  # the installed one
+    import os
+
+    expected = os.environ.get("KERAS_LUONG_VERSION")
+    assert expected in (None, keras_luong.__version__), (expected, keras_luong.__version__)
     print(check_readme(), end="")
     print("README checked with only keras-luong[jax] installed")
