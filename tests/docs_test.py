@@ -266,3 +266,14 @@ def test_the_guides_import_what_the_top_level_exports():
         name = path.rsplit(".", 1)[-1]
         if name in keras_luong.__all__:
             assert path == f"keras_luong.{name}", f"{path}: document it as keras_luong.{name}"
+
+
+def test_the_changelog_dates_the_packages_version():
+    """The version the package says has its dated section in CHANGELOG.md (Keep a
+    Changelog's `## [X.Y.Z] - YYYY-MM-DD`), below the `Unreleased` one; the site's footer
+    names the same version (see above)."""
+    changelog = (DOCS.parent / "CHANGELOG.md").read_text()
+    version = re.escape(keras_luong.__version__)
+    assert re.search(rf"^## \[{version}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
+    headings = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)
+    assert headings[0] == "Unreleased" and keras_luong.__version__ in headings
