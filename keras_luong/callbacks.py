@@ -23,7 +23,7 @@ class BleuCallback(keras.callbacks.Callback):
         sources: The source sentences (strings).
         references: Their references: one string per sentence, or a list of them.
         max_length: The most target tokens decoded per sentence; by default `translate`'s
-            rule (1.5 × the longest source's tokens + 10).
+            rule (each sentence's own bound, 1.5 × its source tokens + 10).
         source_vocabulary: The source vocabulary; the model's own (`set_vocabularies`) if
             `None`.
         target_vocabulary: The target vocabulary; likewise.
@@ -33,7 +33,7 @@ class BleuCallback(keras.callbacks.Callback):
         tokenize: sacreBLEU's tokenizer (see `keras_luong.evaluation.corpus_bleu`):
             `"none"` for text tokenized beforehand. Defaults to `"none"`.
         name: The key in `logs`. Defaults to `"val_bleu"`.
-        batch_size: Sentences decoded at once. Defaults to 256.
+        batch_size: Sentences decoded at once. Defaults to 32, as `translate`.
         verbose: 1 prints the score, the number of sentences and the seconds taken. Defaults
             to 1.
 
@@ -71,7 +71,7 @@ class BleuCallback(keras.callbacks.Callback):
         frequency=1,
         tokenize="none",
         name="val_bleu",
-        batch_size=256,
+        batch_size=32,
         verbose=1,
     ):
         super().__init__()

@@ -258,8 +258,8 @@ def test_length_sorted_batches_cover_every_text_once_in_few_shapes():
 
 def test_max_length_defaults_to_one_and_a_half_times_the_longest_source_and_ten():
     """Without `max_length`, `generate` decodes at most 1.5 × the longest row's tokens + 10
-    (`translate` the same with its texts' tokens): the greedy ids are those of an explicit
-    bound of that size."""
+    (`translate` each text up to its own tokens' bound): the greedy ids are those of an
+    explicit bound of that size."""
     model = make_model()
     longest = 4  # SOURCE's first row: 4 non-zero ids, in a width-4 array
     bound = int(1.5 * longest) + 10
@@ -269,11 +269,17 @@ def test_max_length_defaults_to_one_and_a_half_times_the_longest_source_and_ten(
     # Padding columns do not count: the same rows in a wider array get the same bound.
     wide = np.pad(SOURCE[1:3], ((0, 0), (0, 6)))  # longest row: 2 tokens
     assert model.generate(wide, stop_token_ids=None).shape == (2, int(1.5 * 2) + 10)
+    # translate: each text's own bound, 1.5 × its tokens + 10, in one batch as alone.
     vocabulary = Vocabulary(list("abcde"))
-    texts = ["abcde", "ab"]  # 5 letters -> 5 ids: the bound is 17, for every text of the call
-    assert model.translate(texts, vocabulary, vocabulary) == model.translate(
-        texts, vocabulary, vocabulary, max_length=int(1.5 * 5) + 10
-    )
+    texts = ["abcde", "ab", ""]  # bounds 17, 13 and 10
+    together = model.translate(texts, vocabulary, vocabulary, stop_token_ids=None)
+    assert [len(t) for t in together] == [17, 13, 10]  # one letter a step, never ending
+    for text, got in zip(texts, together, strict=True):
+        bound = int(1.5 * len(text)) + 10
+        alone = model.translate([text], vocabulary, vocabulary, bound, stop_token_ids=None)
+        assert got == alone[0]
+    # An explicit max_length is every text's bound.
+    assert [len(t) for t in model.translate(texts, vocabulary, vocabulary, 12)] == [12] * 3
 
 
 def test_compile_sets_the_default_sampler_as_keras_hub_does(tmp_path):
