@@ -36,7 +36,9 @@ class BucketedBatches(keras.utils.PyDataset):
         tokens_per_batch: Token budget of a batch: batch size times padded length is at most
             this (a batch has at least one pair). Defaults to 4096.
         bucket_width: Bucket lengths are multiples of this. Defaults to 8.
-        shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`.
+        shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`. (Keras'
+            `fit` shuffles a `PyDataset`'s batches once more with Python's `random` unless
+            called with `shuffle=False`: pass it for the seed's order.)
         seed: Seed of the shuffles (epoch `e` uses `seed + e`; `None`: a new order every
             run). Defaults to 0.
         start_token: The id that starts `target_in` (not 0, the padding id). Defaults to 1.

@@ -1,6 +1,8 @@
 """The sequence loss of tensorflow-addons' seq2seq: token cross-entropy weighted per token, with
 its averaging flags, plus label smoothing and the padding id left out."""
 
+import sys
+
 import keras
 from keras import ops
 
@@ -199,3 +201,65 @@ class SequenceLoss(keras.losses.Loss):
             }
         )
         return config
+
+
+MEAN_REDUCTIONS = ("sum_over_batch_size", "mean")
+
+
+class ReplicaTokenWeighting:
+    """Makes a sequence model's loss under `tf.distribute` the loss of one device: each token
+    weighs the same whichever replica holds it.
+
+    Keras' TensorFlow trainer has every replica average the loss over its own share of the
+    batch and then averages the replicas' results. When the shares hold different numbers of
+    target tokens (length-bucketed batches, rows added to reach a multiple of the replica
+    count, a last batch split unevenly), a token would then weigh more on the replica with
+    fewer of them. Here each replica's compiled loss is rescaled by its share of the batch's
+    counted tokens (summed over the replicas), which is exact for a loss that averages over
+    tokens: Keras' own losses under the model's output mask (the non-padding `target_in`
+    positions), or a `SequenceLoss` averaging over batch and time (its non-`ignore_index`
+    targets). Other losses, other backends, and one replica are left as they are.
+    """
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss = super().compute_loss(
+            x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
+        )
+        tf = sys.modules.get("tensorflow")  # the trainer's engine: read, never imported here
+        if keras.backend.backend() != "tensorflow" or tf is None or y is None:
+            return loss
+        context = tf.distribute.get_replica_context()
+        replicas = 1 if context is None else context.num_replicas_in_sync
+        counted = self._counted_tokens(x, y)
+        if replicas == 1 or counted is None:
+            return loss
+        local = ops.sum(ops.cast(counted, "float32"))
+        share = ops.divide_no_nan(local * replicas, context.all_reduce("sum", local))
+        # What compute_loss added besides the compiled loss (regularisers, add_loss): kept.
+        additional = (
+            sum((ops.sum(ops.cast(extra, "float32")) for extra in self.losses), ops.zeros(()))
+            / replicas
+        )
+        additional = ops.cast(additional, loss.dtype)
+        return (loss - additional) * ops.cast(share, loss.dtype) + additional
+
+    def _counted_tokens(self, x, y):
+        """The positions the compiled loss averages over, or `None` if it does not average
+        over tokens."""
+        loss = getattr(self, "loss", None)
+        if isinstance(loss, SequenceLoss):
+            over_tokens = (loss.sum_over_timesteps and loss.sum_over_batch) or (
+                loss.average_across_timesteps and loss.average_across_batch
+            )
+            if not over_tokens or loss.reduction not in MEAN_REDUCTIONS:
+                return None
+            y = ops.convert_to_tensor(y)
+            if loss.ignore_index is None:
+                return ops.ones_like(y, "bool")
+            return ops.not_equal(y, loss.ignore_index)
+        if isinstance(loss, (dict, list, tuple)) or loss is None:
+            return None
+        if getattr(loss, "reduction", "sum_over_batch_size") not in MEAN_REDUCTIONS:
+            return None
+        target_in = x["target_in"] if isinstance(x, dict) else x[1]
+        return ops.not_equal(target_in, 0)  # the model's output mask

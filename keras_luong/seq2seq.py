@@ -15,13 +15,20 @@ from keras_luong.checks import (
 )
 from keras_luong.decoder import LuongDecoder
 from keras_luong.loops import step_call
+from keras_luong.losses import ReplicaTokenWeighting
 from keras_luong.masked_lstm import run_encoder
 from keras_luong.vocabulary import Vocabulary
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
-class LuongSeq2Seq(TokenIdChecks, generation.GenerationMixin, VocabularyAssetsMixin, keras.Model):
+class LuongSeq2Seq(
+    TokenIdChecks,
+    ReplicaTokenWeighting,
+    generation.GenerationMixin,
+    VocabularyAssetsMixin,
+    keras.Model,
+):
     """A Luong attention translation model: (bi)LSTM encoder, bridge, LuongDecoder, softmax.
 
     ```
