@@ -1,20 +1,36 @@
 """Luong attention (Luong, Pham and Manning, 2015) as Keras 3 layers."""
 
-from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
-from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
-from keras_luong.base_attention import BaseLuongAttention
-from keras_luong.batching import BucketedBatches
-from keras_luong.callbacks import BleuCallback
-from keras_luong.decoder import LuongDecoder
-from keras_luong.global_attention import GlobalAttention
-from keras_luong.input_feeding_cell import InputFeedingCell
-from keras_luong.local_attention import LocalAttention
-from keras_luong.losses import SequenceLoss
-from keras_luong.monotonic_attention import MonotonicAttention
-from keras_luong.samplers import BeamSearchSampler, GreedySampler
-from keras_luong.scheduled_sampling import ScheduledSampling
-from keras_luong.seq2seq import LuongSeq2Seq
-from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
+import importlib
+import sys
+
+
+def _starting_the_command_line():
+    """True while `python -m keras_luong.prepare` is starting: Python imports this package
+    first, with `sys.argv[0]` set to "-m" until it has found the module. Its `--help` and
+    argument errors then answer without importing Keras (seconds with TensorFlow or torch);
+    the tool imports what it runs once its arguments are read."""
+    argv = getattr(sys, "orig_argv", [])
+    return sys.argv[:1] == ["-m"] and any(
+        a == "-m" and b == "keras_luong.prepare" for a, b in zip(argv, argv[1:], strict=False)
+    )
+
+
+if not _starting_the_command_line():
+    from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
+    from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
+    from keras_luong.base_attention import BaseLuongAttention
+    from keras_luong.batching import BucketedBatches
+    from keras_luong.callbacks import BleuCallback
+    from keras_luong.decoder import LuongDecoder
+    from keras_luong.global_attention import GlobalAttention
+    from keras_luong.input_feeding_cell import InputFeedingCell
+    from keras_luong.local_attention import LocalAttention
+    from keras_luong.losses import SequenceLoss
+    from keras_luong.monotonic_attention import MonotonicAttention
+    from keras_luong.samplers import BeamSearchSampler, GreedySampler
+    from keras_luong.scheduled_sampling import ScheduledSampling
+    from keras_luong.seq2seq import LuongSeq2Seq
+    from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
 
 __version__ = "0.1.0"
 
@@ -39,3 +55,34 @@ __all__ = [
     "SubwordVocabulary",
     "Vocabulary",
 ]
+
+
+def __getattr__(name):
+    # The names above, imported when first asked for where the command line skipped them.
+    if name in __all__:
+        module = importlib.import_module(_MODULES[name])
+        return getattr(module, name)
+    raise AttributeError(f"module 'keras_luong' has no attribute {name!r}")
+
+
+_MODULES = {
+    "BahdanauAttention": "keras_luong.bahdanau_attention",
+    "BahdanauCell": "keras_luong.bahdanau_decoder",
+    "BahdanauDecoder": "keras_luong.bahdanau_decoder",
+    "BahdanauMonotonicAttention": "keras_luong.bahdanau_attention",
+    "BaseLuongAttention": "keras_luong.base_attention",
+    "BeamSearchSampler": "keras_luong.samplers",
+    "BleuCallback": "keras_luong.callbacks",
+    "BucketedBatches": "keras_luong.batching",
+    "GlobalAttention": "keras_luong.global_attention",
+    "GreedySampler": "keras_luong.samplers",
+    "InputFeedingCell": "keras_luong.input_feeding_cell",
+    "LocalAttention": "keras_luong.local_attention",
+    "LuongDecoder": "keras_luong.decoder",
+    "LuongSeq2Seq": "keras_luong.seq2seq",
+    "MonotonicAttention": "keras_luong.monotonic_attention",
+    "ScheduledSampling": "keras_luong.scheduled_sampling",
+    "SequenceLoss": "keras_luong.losses",
+    "SubwordVocabulary": "keras_luong.vocabulary",
+    "Vocabulary": "keras_luong.vocabulary",
+}

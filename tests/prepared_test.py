@@ -5,6 +5,8 @@ from disk as from lists."""
 import json
 import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -187,3 +189,36 @@ def test_the_command_line_prepares_the_same_corpus(files, tmp_path, capsys):
         assert [x.tolist() for x in cli[i]] == [x.tolist() for x in direct[i]]
     assert main([*argv, "--out", str(tmp_path / "cli")]) == 2
     assert "holds a prepared corpus already" in capsys.readouterr().err
+
+
+def test_python_m_prepare_answers_help_without_keras_and_prepares(files, tmp_path):
+    """The real command line: `--help` answers without importing Keras (at once, where
+    Keras' import takes seconds), and a run prepares the corpus the function does."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-X", "importtime", "-m", "keras_luong.prepare"]
+    shown = subprocess.run(
+        [*command, "--help"], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert shown.returncode == 0 and "--vocabulary-size" in shown.stdout
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in shown.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "keras_luong" in imported and "argparse" in imported
+    assert not {"keras", "numpy"} & imported
+    argv = ["--source", str(files[0]), "--target", str(files[1]), "--vocabulary-size", "60"]
+    argv.append("--quiet")
+    run = subprocess.run(
+        [*command[:1], "-m", "keras_luong.prepare", *argv, "--out", str(tmp_path / "cli")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    direct = prepare(files, tmp_path / "direct")
+    cli = PreparedCorpus(tmp_path / "cli")
+    assert cli.vocabulary == direct.vocabulary and len(cli) == len(direct) == len(SOURCES)
+    for i in range(len(cli)):
+        assert [x.tolist() for x in cli[i]] == [x.tolist() for x in direct[i]]
