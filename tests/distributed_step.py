@@ -5,13 +5,15 @@ subprocess by `distributed_test.py` (the device count must be set before the eng
         python -m tests.distributed_step jax
     KERAS_BACKEND=tensorflow python -m tests.distributed_step tensorflow
     KERAS_BACKEND=torch python -m tests.distributed_step torch
+    KERAS_BACKEND=tensorflow python -m tests.distributed_step tensorflow-page
 
 Prints one JSON line per variant (global and local-p, input feeding on): the loss of the
 step on one device and distributed, the largest difference between the weights after it, the
-number of replicas, and whether greedy `generate` gives the same ids. On torch, Keras'
-trainer has no DistributedDataParallel support, so both sides run the custom loop of Keras'
-guide to distributed training with PyTorch: `DistributedDataParallel` over 2 CPU processes
-(gloo), one SGD step.
+number of replicas, and whether greedy `generate` gives the same ids; then (JAX, and
+TensorFlow's "-page" run) docs/scaling.md's recipe run as written, with its first and last
+epoch's loss. On torch, Keras' trainer has no DistributedDataParallel support, so both sides
+run the custom loop of Keras' guide to distributed training with PyTorch:
+`DistributedDataParallel` over 2 CPU processes (gloo), one SGD step.
 """
 
 import json
@@ -88,6 +90,24 @@ def bucketed_epoch(model, batch_multiple=None):
     return (history.history["loss"][0], model.get_weights()), rows
 
 
+def run_page(section):
+    """Runs docs/scaling.md's code blocks of `section` as written, on 40 pairs of ids, and
+    prints the first and last epoch's loss."""
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "scaling.md"), encoding="utf-8") as page:
+        body = next(p for p in page.read().split("\n## ") if p.startswith(section))
+    rng = np.random.default_rng(2)
+    pairs = [[rng.integers(3, 20, n).tolist() for n in rng.integers(1, 9, 40)] for _ in "st"]
+    names = {"source_size": 20, "target_size": 20, "source_ids": pairs[0], "target_ids": pairs[1]}
+    blocks = re.findall(r"```python\n(.*?)```", body, re.S)
+    for block in blocks:
+        exec(block, names)
+    losses = names["model"].history.history["loss"]
+    print(json.dumps({"page": section, "blocks": len(blocks), "loss": [losses[0], losses[-1]]}))
+
+
 def run_jax():
     import keras
 
@@ -112,6 +132,7 @@ def run_jax():
     distributed, rows = bucketed_epoch(model)
     replicas = len(model.trainable_weights[0].value.sharding.device_set)
     report("bucketed", replicas, bucketed_single, distributed, all(r % count == 0 for r in rows))
+    run_page("JAX")
 
 
 def run_tensorflow():
@@ -140,6 +161,16 @@ def run_tensorflow():
             model = make("global", loss)
             distributed, rows = bucketed_epoch(model)
         report(name, 2, single, distributed, all(r % 2 == 0 for r in rows))
+
+
+def run_tensorflow_page():
+    """The page's recipe in a process of its own: a second `MirroredStrategy` in the process
+    of the first would share its collective ops' instance keys."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    run_page("TensorFlow")
 
 
 def torch_step(model, source, target_in, target_out, wrap=None):
@@ -206,4 +237,6 @@ def run_torch():
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    {"jax": run_jax, "tensorflow": run_tensorflow, "torch": run_torch}[sys.argv[1]]()
+    runs = {"jax": run_jax, "tensorflow": run_tensorflow, "torch": run_torch}
+    runs["tensorflow-page"] = run_tensorflow_page
+    runs[sys.argv[1]]()

@@ -21,13 +21,18 @@ def run_step(engine, **env):
     result = subprocess.run(
         [sys.executable, "-m", "tests.distributed_step", engine],
         cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": engine, **env},
+        env={**os.environ, "KERAS_BACKEND": engine.split("-")[0], **env},
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    pages = [row for row in rows if "page" in row]
+    if engine in ("jax", "tensorflow-page"):  # docs/scaling.md's recipe, as written, learns
+        [page] = pages
+        assert page["blocks"] == 1 and page["loss"][-1] < page["loss"][0]
+    return [row for row in rows if "page" not in row]
 
 
 def assert_equal_to_one_device(rows, replicas, variants=("global", "predictive")):
@@ -59,6 +64,7 @@ def test_tensorflow_mirrored_strategy_over_2_devices_equals_one_device():
         replicas=2,
         variants=("global", "predictive", "bucketed", "bucketed-sequence-loss"),
     )
+    assert run_step("tensorflow-page") == []  # the page's recipe: checked in run_step
 
 
 @pytest.mark.skipif(BACKEND != "torch", reason="DistributedDataParallel is torch's")
