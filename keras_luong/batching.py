@@ -227,21 +227,28 @@ class _Pairs:
         return self.sources[index], self.targets[index]
 
 
-def length_sorted_batches(lengths, batch_size, multiple=8):
+def length_sorted_batches(lengths, batch_size, multiple=8, tokens_per_batch=None):
     """Batches of at most `batch_size` indices of `lengths` with similar lengths, for
     decoding: `[(indices, padded_length), ...]`, the indices sorted by length (stable: equal
     lengths keep their order) and each batch's length rounded up to a multiple of `multiple`
-    (at least `multiple`), so that few shapes reach a compiled function. Every index is in
-    exactly one batch."""
+    (at least `multiple`), so that few shapes reach a compiled function. With
+    `tokens_per_batch`, a batch also ends before its rows × padded length would pass it (a
+    batch has at least one index). Every index is in exactly one batch."""
     check_integer("batch_size", batch_size)
     check_integer("multiple", multiple)
+    check_integer("tokens_per_batch", tokens_per_batch, allow_none=True)
     lengths = np.asarray(lengths, "int64").reshape(-1)
     order = np.argsort(lengths, kind="stable")
-    batches = []
-    for start in range(0, len(order), batch_size):
-        indices = order[start : start + batch_size]
-        longest = max(int(lengths[indices].max()), 1)
-        batches.append((indices, multiple * math.ceil(longest / multiple)))
+    padded = multiple * np.ceil(np.maximum(lengths[order], 1) / multiple).astype("int64")
+    batches, start = [], 0
+    while start < len(order):
+        stop = min(start + batch_size, len(order))
+        if tokens_per_batch is not None:  # rows × the longest so far (sorted: the last)
+            rows = np.arange(1, stop - start + 1)
+            fits = rows * padded[start:stop] <= tokens_per_batch
+            stop = start + max(1, int(np.argmin(fits)) if not fits.all() else len(fits))
+        batches.append((order[start:stop], int(padded[stop - 1])))
+        start = stop
     return batches
 
 

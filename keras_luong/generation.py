@@ -272,6 +272,7 @@ class GenerationMixin:
         max_length=None,
         sampler=None,
         batch_size=32,
+        tokens_per_batch=None,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -297,6 +298,9 @@ class GenerationMixin:
                 alone.
             sampler: As in `generate`; `None` (the default) for the model's sampler.
             batch_size: Texts decoded at once. Defaults to 32.
+            tokens_per_batch: If given, a batch also holds at most this many source
+                positions (rows × padded length), so batches of long texts have fewer rows
+                (memory bounded on an accelerator). Defaults to `None` (rows only).
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
@@ -327,7 +331,10 @@ class GenerationMixin:
             bounds = np.full(len(rows), check_integer("max_length", max_length), "int64")
         results = [None] * len(rows)
         decode = vocabularies["target"].decode
-        for indices, length in length_sorted_batches([len(r) for r in rows], batch_size):
+        plan = length_sorted_batches(
+            [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
+        )
+        for indices, length in plan:
             source = np.zeros((len(indices), length), "int32")
             for row, i in enumerate(indices):
                 source[row, : len(rows[i])] = rows[i]

@@ -2,6 +2,7 @@
 by name or config, empty batches, failed calls, and the deprecated call forms."""
 
 import json
+import math
 import warnings
 
 import keras
@@ -236,6 +237,9 @@ def test_translate_in_length_sorted_batches_gives_each_texts_own_output_in_order
     if isinstance(sampler, str):
         assert together == alone
         assert len(set(together)) >= 4  # the texts get different outputs (5 or 6 of 7)
+        # A token budget of 16 positions: the long texts alone, the short ones by two.
+        budgeted = model.translate(texts, vocabulary, vocabulary, 9, tokens_per_batch=16)
+        assert budgeted == alone
         return
     for got, expected in zip(together, alone, strict=True):
         assert [g[0] for g in got] == [e[0] for e in expected]
@@ -254,6 +258,18 @@ def test_length_sorted_batches_cover_every_text_once_in_few_shapes():
     firsts = [lengths[indices].min() for indices, _ in batches]
     assert firsts == sorted(firsts)  # sorted by length
     assert len({padded for _, padded in batches}) <= 5  # lengths below 40: at most 5 shapes
+    # With a token budget: the same order, cut where rows × padded length would pass it.
+    budgeted = length_sorted_batches(lengths, 16, tokens_per_batch=100)
+    assert np.array_equal(np.concatenate([i for i, _ in budgeted]), seen)
+    for (indices, padded), (after, _) in zip(budgeted, [*budgeted[1:], (None, 0)], strict=True):
+        assert padded == 8 * math.ceil(max(lengths[indices].max(), 1) / 8)
+        assert len(indices) * padded <= 100 or len(indices) == 1
+        if after is not None and len(indices) < 16:  # ended by the budget: one more passes
+            more = 8 * math.ceil(max(lengths[after[0]], 1) / 8)
+            assert (len(indices) + 1) * more > 100
+    assert [len(i) for i, _ in length_sorted_batches([50, 3, 3, 3], 8, tokens_per_batch=20)] == [
+        2, 1, 1,
+    ]  # fmt: skip
 
 
 def test_max_length_defaults_to_one_and_a_half_times_the_longest_source_and_ten():
