@@ -286,16 +286,22 @@ def test_max_length_defaults_to_one_and_a_half_times_the_longest_source_and_ten(
     wide = np.pad(SOURCE[1:3], ((0, 0), (0, 6)))  # longest row: 2 tokens
     assert model.generate(wide, stop_token_ids=None).shape == (2, int(1.5 * 2) + 10)
     # translate: each text's own bound, 1.5 × its tokens + 10, in one batch as alone.
-    vocabulary = Vocabulary(list("abcde"))
+
+    class Ids(Vocabulary):  # decodes to the generated ids (never 0: padding is not generated)
+        def decode(self, ids):
+            return " ".join(str(i) for i in ids if i)
+
+    vocabulary = Ids(list("abcde"))
     texts = ["abcde", "ab", ""]  # bounds 17, 13 and 10
     together = model.translate(texts, vocabulary, vocabulary, stop_token_ids=None)
-    assert [len(t) for t in together] == [17, 13, 10]  # one letter a step, never ending
+    assert [len(t.split()) for t in together] == [17, 13, 10]
     for text, got in zip(texts, together, strict=True):
         bound = int(1.5 * len(text)) + 10
         alone = model.translate([text], vocabulary, vocabulary, bound, stop_token_ids=None)
         assert got == alone[0]
     # An explicit max_length is every text's bound.
-    assert [len(t) for t in model.translate(texts, vocabulary, vocabulary, 12)] == [12] * 3
+    explicit = model.translate(texts, vocabulary, vocabulary, 12, stop_token_ids=None)
+    assert [len(t.split()) for t in explicit] == [12] * 3
 
 
 def test_compile_sets_the_default_sampler_as_keras_hub_does(tmp_path):
