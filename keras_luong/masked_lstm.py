@@ -26,8 +26,10 @@ def run_encoder(encoder, inputs, mask, training=None):
         # Compiled backends run Keras' loop as one scan: nothing to gain there.
         return encoder(inputs, mask=mask, training=training)
     if mask is None or bool(ops.all(mask)):
-        # No padding: Keras' unmasked path (its fused kernel) computes the same thing.
-        return encoder(inputs, training=training)
+        # No padding: Keras' unmasked path (its fused kernel: cuDNN on a GPU, a loop of torch
+        # ops on a CPU) computes the same thing. A copy, since Keras would otherwise take
+        # the mask the inputs carry from the embedding and run its generic loop.
+        return encoder(ops.copy(inputs), training=training)
     results = [lstm_sequence(layer, inputs, mask) for layer in layers]
     if len(results) == 1:
         return list(results[0])

@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 
 from keras_luong.masked_lstm import _lstm_layers, lstm_sequence, run_encoder
-from tests.test_case import assert_allclose, gradients, random
+from tests.test_case import BACKEND, assert_allclose, gradients, random
 
 MASK = np.array(
     [
@@ -132,3 +132,26 @@ def test_layers_it_does_not_cover_are_called_as_they_are():
     assert _lstm_layers(dropout, training=True) is None
     assert _lstm_layers(dropout, training=False) == [dropout]
     assert _lstm_layers(encoder(True), training=True) is not None
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the eager loop runs on torch only")
+def test_an_unpadded_batch_reaches_keras_without_the_mask_it_carries():
+    """Inputs from a masking embedding carry their mask; with no padding, the LSTM must get
+    none (Keras' unmasked path, its fused kernel), not the mask (its generic loop)."""
+    layer = encoder(True)
+    ids = np.tile(np.arange(1, 8), (4, 1))  # no padding
+    inputs = keras.layers.Embedding(10, 3, mask_zero=True)(ids)
+    assert getattr(inputs, "_keras_mask", None) is not None
+    seen = []
+    call = layer.forward_layer.call
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("mask"))
+        return call(*args, **kwargs)
+
+    layer.forward_layer.call = spy
+    got = run_encoder(layer, inputs, ops.not_equal(ids, 0))
+    assert seen == [None]
+    expected = layer(ops.copy(inputs), mask=np.ones((4, 7), bool))
+    for a, b in zip(got, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
