@@ -6,7 +6,13 @@ from keras import ops
 from keras_luong.attention_cell import deserialize_nested
 from keras_luong.checks import check_floating, check_mask, check_rank
 from keras_luong.input_feeding_cell import InputFeedingCell
-from keras_luong.loops import masked_scan, predraw_cell_dropout, reset_cell_dropout, step_call
+from keras_luong.loops import (
+    masked_scan,
+    predraw_cell_dropout,
+    reset_cell_dropout,
+    step_call,
+    unless_full,
+)
 
 # Cells that have a fused Keras layer (cuDNN on a GPU) for the no-input-feeding fast path.
 _FUSED_LAYERS = {keras.layers.LSTMCell: keras.layers.LSTM, keras.layers.GRUCell: keras.layers.GRU}
@@ -65,7 +71,7 @@ class AttentionDecoder(keras.layers.Layer):
         batch = ops.shape(inputs)[0]
         memory = self.prepare(value, value_mask)
         states = self.cell.get_initial_state(batch, initial_state, memory)
-        inputs_mask = check_mask("inputs_mask", inputs_mask, inputs.shape[:2])
+        inputs_mask = unless_full(check_mask("inputs_mask", inputs_mask, inputs.shape[:2]))
         if inputs_mask is not None:
             # Padded steps run on zeros: nothing they hold (NaN included) reaches the outputs
             # or the gradients.
@@ -87,7 +93,8 @@ class AttentionDecoder(keras.layers.Layer):
         batch = ops.shape(inputs)[0]
 
         def step(x_t, states, t, memory):
-            attentional, new_states, *weights = self.cell(
+            attentional, new_states, *weights = step_call(
+                self.cell,
                 x_t,
                 states,
                 memory,

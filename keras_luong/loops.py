@@ -42,6 +42,21 @@ def keep_where(keep, new, old):
     return keras.tree.map_structure(lambda n, o: ops.where(keep, n, ops.cast(o, n.dtype)), new, old)
 
 
+def unless_full(mask):
+    """`mask`, or `None` where it keeps every position and its values are known (eager
+    torch): then the `where`s a masked loop spends on it at every step change nothing.
+    Compiled backends keep it (its values are not known while tracing)."""
+    if (
+        mask is None
+        or keras.backend.backend() != "torch"
+        or keras.backend.is_keras_tensor(mask)
+        or str(getattr(mask, "device", "")) == "meta"  # Keras' shape inference: no values
+        or not bool(ops.all(mask))
+    ):
+        return mask
+    return None
+
+
 def masked_scan(step_fn, states, inputs, mask, outputs_like):
     """Runs `step_fn(x_t, states, t) -> (outputs, new_states)` over the time axis of `inputs`
     `(B, T, E)` (or a tuple of `(B, T, ...)` tensors, sliced alike), with `t` the step
@@ -107,15 +122,18 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
 
 
 def step_call(layer, *args, **kwargs):
-    """`layer(*args, **kwargs)` for one step of a loop outside training: `layer.call`
-    directly once the layer is built and its policy computes in its variables' dtype, with
-    backend tensors for arguments. Keras' `__call__` then has nothing left to do for the step
-    (no build, no conversion, no mask, no autocast, no random state to track), and on an
-    eager backend (torch) its bookkeeping is a large share of a step. Arrays and symbolic
-    tensors go through `__call__`, which converts them or traces."""
+    """`layer(*args, **kwargs)` for one step of a loop: `layer.call` directly once the layer
+    is built and its policy computes in its variables' dtype, with backend tensors for
+    arguments. Keras' `__call__` then has nothing left to do for the step (no build, no
+    conversion, no mask, no autocast, no random state to track), and on an eager backend
+    (torch) its bookkeeping is a large share of a step: it flattens every argument, the
+    source memory included. In training this holds on torch only, inside the loop's layer
+    call (whose call context gives `training` to the layers the step calls in turn); the
+    compiled backends trace the step once, so `__call__` costs them nothing per step. Arrays
+    and symbolic tensors go through `__call__`, which converts them or traces."""
     policy = layer.dtype_policy
     if (
-        kwargs.get("training")
+        (kwargs.get("training") and keras.backend.backend() != "torch")
         or not layer.built
         or policy.compute_dtype != policy.variable_dtype
         or not _takes(type(layer), kwargs)

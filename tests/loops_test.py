@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong.loops import step_call
-from tests.test_case import assert_allclose, random
+from keras_luong.loops import step_call, unless_full
+from tests.test_case import BACKEND, assert_allclose, random
 
 
 class Counted(keras.layers.Dense):
@@ -52,13 +52,16 @@ def test_a_built_layer_outside_training_is_called_directly_with_the_same_result(
 
 @pytest.mark.parametrize("case", ["training", "unbuilt", "mixed", "symbolic"])
 def test_keras_call_is_kept_where_it_has_work_to_do(case):
+    """Outside training: `__call__` for an unbuilt layer, mixed precision and symbolic
+    inputs; in training, on JAX and TensorFlow (compiled: `__call__` runs once)."""
     if case == "unbuilt":
         layer = Counted(5)
     else:
         layer = counted(dtype="mixed_float16" if case == "mixed" else None)
     x = keras.Input((4,)) if case == "symbolic" else keras.ops.convert_to_tensor(X)
     went_through, result = through_call(layer, x, training=case == "training")
-    assert went_through
+    # In training, torch calls directly too (its loop runs eagerly, step by step).
+    assert went_through or (case == "training" and BACKEND == "torch")
     assert result.shape[-1] == 5
     if case == "mixed":  # autocast: float16 out of float32 weights
         assert keras.backend.standardize_dtype(result.dtype) == "float16"
@@ -74,3 +77,51 @@ def test_a_call_without_the_argument_goes_through_keras():
     layer.build((None, 4))
     result = step_call(layer, keras.ops.convert_to_tensor(X), training=False)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(result), 2.0 * X)
+
+
+class DropsOut(keras.layers.Layer):
+    """Calls a Dropout layer without `training`: it comes from the call context."""
+
+    def __init__(self):
+        super().__init__()
+        self.dropout = keras.layers.Dropout(0.5, seed=1)
+
+    def call(self, x, training=None):
+        return self.dropout(x)
+
+
+class Loop(keras.layers.Layer):
+    """A layer whose step calls another through `step_call`, as the decoder's loop does."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = DropsOut()
+
+    def build(self, shape):
+        self.inner.build(shape)
+
+    def call(self, x, training=None):
+        return step_call(self.inner, x, training=training)
+
+
+def test_a_direct_call_in_training_keeps_the_training_of_the_call_context():
+    """Called directly inside a layer's call, the inner layer's sublayers still see
+    `training=True` from the outer `__call__`: the dropout acts (zeros and 2s, as Keras'
+    inverted dropout at rate 0.5), and not outside training."""
+    layer = Loop()
+    ones = keras.ops.ones((8, 64))
+    layer.build(ones.shape)
+    trained = keras.ops.convert_to_numpy(layer(ones, training=True))
+    assert set(np.unique(trained).tolist()) == {0.0, 2.0}
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ones, training=False)), 1.0)
+
+
+def test_a_mask_that_keeps_everything_is_dropped_where_its_values_are_known():
+    """On eager torch a full mask becomes `None` (the loop's `where`s would change nothing);
+    a mask with padding stays, and the compiled backends keep every mask."""
+    full = keras.ops.ones((2, 3), "bool")
+    padded = keras.ops.convert_to_tensor(np.array([[True, True, False], [True, True, True]]))
+    assert unless_full(None) is None
+    assert unless_full(padded) is padded
+    assert (unless_full(full) is None) == (BACKEND == "torch")
+    assert unless_full(keras.Input((3,), dtype="bool")) is not None
