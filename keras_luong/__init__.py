@@ -32,7 +32,7 @@ if not _starting_the_command_line():
     from keras_luong.seq2seq import LuongSeq2Seq
     from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BahdanauAttention",

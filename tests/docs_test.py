@@ -152,8 +152,11 @@ def test_site_configuration_lists_every_page():
 
 
 def test_site_shows_the_package_version():
+    """The footer of every page and the install page name the version the package says."""
     config = (DOCS.parent / "mkdocs.yml").read_text()
     assert f"copyright: keras-luong {keras_luong.__version__} " in config
+    install = (DOCS / "install.md").read_text()
+    assert f"These pages document keras-luong {keras_luong.__version__} " in install
 
 
 def test_readme_links_work_on_a_package_index():
