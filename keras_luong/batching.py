@@ -244,9 +244,8 @@ def length_sorted_batches(lengths, batch_size, multiple=8, tokens_per_batch=None
     while start < len(order):
         stop = min(start + batch_size, len(order))
         if tokens_per_batch is not None:  # rows × the longest so far (sorted: the last)
-            rows = np.arange(1, stop - start + 1)
-            fits = rows * padded[start:stop] <= tokens_per_batch
-            stop = start + max(1, int(np.argmin(fits)) if not fits.all() else len(fits))
+            fits = np.arange(1, stop - start + 1) * padded[start:stop] <= tokens_per_batch
+            stop = start + max(1, int(fits.sum()))  # `fits` is True, then False
         batches.append((order[start:stop], int(padded[stop - 1])))
         start = stop
     return batches

@@ -279,3 +279,11 @@ def check_path(name, path):
         f"Invalid value for argument {name}. Expected a path (a str or os.PathLike). "
         f"Received: {name}={path!r}"
     )
+
+
+def unpack_inputs(inputs):
+    """`(source, target_in)` from a sequence-to-sequence model's inputs: a pair or a dict."""
+    if isinstance(inputs, dict):
+        return inputs["source"], inputs["target_in"]
+    source, target_in = inputs
+    return source, target_in

@@ -6,7 +6,7 @@ import sys
 import keras
 from keras import ops
 
-from keras_luong.checks import check_integer, check_rate
+from keras_luong.checks import check_integer, check_rate, unpack_inputs
 
 
 def sequence_loss(
@@ -261,5 +261,4 @@ class ReplicaTokenWeighting:
             return None
         if getattr(loss, "reduction", "sum_over_batch_size") not in MEAN_REDUCTIONS:
             return None
-        target_in = x["target_in"] if isinstance(x, dict) else x[1]
-        return ops.not_equal(target_in, 0)  # the model's output mask
+        return ops.not_equal(unpack_inputs(x)[1], 0)  # the model's output mask

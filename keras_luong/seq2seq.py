@@ -12,6 +12,7 @@ from keras_luong.checks import (
     check_one_of,
     check_rate,
     check_token_ids,
+    unpack_inputs,
 )
 from keras_luong.decoder import LuongDecoder
 from keras_luong.loops import step_call
@@ -283,7 +284,7 @@ class LuongSeq2Seq(
         return value, source_mask, [h, c] * self.decoder_layers
 
     def call(self, inputs, training=None, return_attention_scores=False):
-        source, target_in = _unpack(inputs)
+        source, target_in = unpack_inputs(inputs)
         if not training:  # a direct call: ids whose values can be seen are checked
             check_token_ids("source", source, self.source_vocabulary_size, rank=2)
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
@@ -372,10 +373,3 @@ def known_ids(ids, vocabulary_size):
     unknown = Vocabulary.OOV if vocabulary_size > Vocabulary.OOV else 0
     inside = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary_size))
     return ops.where(inside, ids, ops.cast(unknown, ids.dtype))
-
-
-def _unpack(inputs):
-    if isinstance(inputs, dict):
-        return inputs["source"], inputs["target_in"]
-    source, target_in = inputs
-    return source, target_in
