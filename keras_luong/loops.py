@@ -84,6 +84,14 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
             new_states
         )
 
+    first = keras.tree.flatten(inputs)[0]
+    if (
+        keras.backend.backend() == "torch"
+        and not any(keras.backend.is_keras_tensor(x) for x in keras.tree.flatten((inputs, mask)))
+        and first.shape[1] != 0
+    ):
+        return _eager_scan(one_step, states, inputs, mask)
+
     if keras.backend.backend() != "tensorflow":
 
         def body(carry, x):
@@ -119,6 +127,23 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
         maximum_iterations=steps,
     )
     return [ops.transpose(b, (1, 0, *range(2, len(b.shape)))) for b in buffers], states
+
+
+def _eager_scan(one_step, states, inputs, mask):
+    """`masked_scan`'s loop on eager torch, in Python over the time axis split once with
+    `ops.unstack`: its gradient is one stack per input, where Keras' scan, indexing step
+    `t` of each input, has the backward fill a zero tensor of the whole input for every
+    step (T² work)."""
+    columns = [ops.unstack(x, axis=1) for x in keras.tree.flatten(inputs)]
+    keeps = [None] * len(columns[0]) if mask is None else ops.unstack(mask, axis=1)
+    indices = ops.unstack(ops.arange(len(keeps), dtype="int32"))
+    outputs = []
+    for t, (keep, *x_t) in enumerate(zip(keeps, *columns, strict=True)):
+        x_t = keras.tree.pack_sequence_as(inputs, x_t)
+        keep = None if keep is None else ops.expand_dims(keep, -1)
+        step_outputs, states = one_step(indices[t], states, x_t, keep)
+        outputs.append(step_outputs)
+    return [ops.stack(list(o), axis=1) for o in zip(*outputs, strict=True)], states
 
 
 def step_call(layer, *args, **kwargs):

@@ -64,6 +64,14 @@ def _covered(layer, training):
     )
 
 
+def lstm_gates(z, c, units):
+    """The LSTM's new `(h, c)` from the pre-activations `z` `(B, 4 units)` of the gates
+    i, f, candidate, o (Keras' order) and the carry `c`."""
+    i, f, candidate, o = ops.split(z, 4, axis=-1)
+    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(candidate)
+    return ops.sigmoid(o) * ops.tanh(c), c
+
+
 def lstm_sequence(layer, inputs, mask):
     """`(sequence, h, c)` of a Keras `LSTM` layer over `inputs` `(B, T, d)` with the boolean
     `mask` `(B, T)`, from zero states, in the layer's direction; the sequence in input order."""
@@ -76,24 +84,24 @@ def lstm_sequence(layer, inputs, mask):
     projected = ops.matmul(inputs, kernel)  # (B, T, 4u): every step's input projection at once
     keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
     batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
-    zero = ops.zeros((batch, units), kernel.dtype)
-    h = c = output = zero
-    zero_output = getattr(layer, "zero_output_for_mask", False)
+    h = c = ops.zeros((batch, units), kernel.dtype)
+    # One step's projection each, split once: indexing step t instead would have the
+    # gradient fill a zero tensor of the whole projection at every step.
+    projected, keeps = ops.unstack(projected, axis=1), ops.unstack(keep, axis=1)
     outputs = [None] * steps
     order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
     for t in order:
         # The order of Keras' LSTMCell: x W, + h U, + b.
-        z = projected[:, t] + h @ recurrent
+        z = projected[t] + h @ recurrent
         if bias is not None:
             z = z + bias
-        gates = ops.sigmoid(z)
-        new_c = gates[:, units : 2 * units] * c + gates[:, :units] * ops.tanh(
-            z[:, 2 * units : 3 * units]
-        )
-        new_h = gates[:, 3 * units :] * ops.tanh(new_c)
-        step_keep = keep[:, t]
-        h = ops.where(step_keep, new_h, h)
-        c = ops.where(step_keep, new_c, c)
-        output = ops.where(step_keep, new_h, zero if zero_output else output)
-        outputs[t] = output
-    return ops.stack(outputs, axis=1), h, c
+        new_h, new_c = lstm_gates(z, c, units)
+        h = ops.where(keeps[t], new_h, h)
+        c = ops.where(keeps[t], new_c, c)
+        # Keras' output at a padded step is the last one, which is the state h kept there
+        # (both start at zero and change together).
+        outputs[t] = h
+    sequence = ops.stack(outputs, axis=1)
+    if getattr(layer, "zero_output_for_mask", False):  # zeros at padded steps instead
+        sequence = ops.where(keep, sequence, ops.zeros_like(sequence))
+    return sequence, h, c

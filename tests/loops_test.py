@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong.loops import step_call, unless_full
+from keras_luong.loops import masked_scan, step_call, unless_full
+from keras_luong.masked_lstm import lstm_sequence
 from tests.test_case import BACKEND, assert_allclose, random
 
 
@@ -125,3 +126,67 @@ def test_a_mask_that_keeps_everything_is_dropped_where_its_values_are_known():
     assert unless_full(padded) is padded
     assert (unless_full(full) is None) == (BACKEND == "torch")
     assert unless_full(keras.Input((3,), dtype="bool")) is not None
+
+
+def _scan_case():
+    """A running sum over `(B, T, 2)` inputs with a mask, through `masked_scan`: the sums
+    `(B, T, 2)` and the final state, and the same in numpy."""
+    inputs = random((3, 5, 2), seed=4)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [0, 1, 1, 0, 1]], bool)
+
+    def step(x_t, states, t):
+        total = states[0] + x_t * keras.ops.cast(t + 1, x_t.dtype)
+        return [total], [total]
+
+    zeros = keras.ops.zeros((3, 2))
+    expected, total = np.zeros((3, 5, 2), "float32"), np.zeros((3, 2), "float32")
+    for t in range(5):
+        new = total + inputs[:, t] * (t + 1)
+        total = np.where(mask[:, t, None], new, total)
+        expected[:, t] = np.where(mask[:, t, None], new, 0.0)
+    return inputs, mask, step, zeros, expected, total
+
+
+def test_masked_scan_keeps_states_and_zeroes_outputs_at_masked_steps():
+    inputs, mask, step, zeros, expected, total = _scan_case()
+    (outputs,), (state,) = masked_scan(
+        step,
+        [zeros],
+        keras.ops.convert_to_tensor(inputs),
+        keras.ops.convert_to_tensor(mask),
+        [zeros],
+    )
+    assert_allclose(outputs, expected, atol=1e-6)
+    assert_allclose(state, total, atol=1e-6)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the autograd graph of eager torch")
+def test_eager_loops_split_the_time_axis_once_for_the_gradient():
+    """On eager torch the decoder's scan and the encoder's LSTM take their steps from one
+    `unstack` (`UnbindBackward0`: one stack in the backward), not by indexing a step at a
+    time (`SelectBackward0` each: a zero tensor of the whole input filled per step)."""
+    inputs, mask, step, zeros, expected, _ = _scan_case()
+    x = keras.ops.convert_to_tensor(inputs).requires_grad_(True)
+    (outputs,), _ = masked_scan(step, [zeros], x, keras.ops.convert_to_tensor(mask), [zeros])
+    assert_allclose(outputs, expected.astype("float32"), atol=1e-6)
+    names = _graph_names(outputs)
+    assert "UnbindBackward0" in names and "SelectBackward0" not in names
+
+    lstm = keras.layers.LSTM(4, return_sequences=True, return_state=True)
+    lstm(inputs)
+    sequence, h, c = lstm_sequence(lstm, x, keras.ops.convert_to_tensor(mask))
+    names = _graph_names(sequence) | _graph_names(h)
+    assert "UnbindBackward0" in names and "SelectBackward0" not in names
+
+
+def _graph_names(tensor):
+    """The names of every node of `tensor`'s autograd graph."""
+    names, stack, seen = set(), [tensor.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.add(type(node).__name__)
+        stack.extend(parent for parent, _ in node.next_functions)
+    return names
