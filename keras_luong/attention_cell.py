@@ -145,6 +145,12 @@ class AttentionCell(keras.layers.Layer):
             attention_states = self.attention.get_initial_state(batch_size, memory)
         return [*cell_states, *carried, *attention_states]
 
+    def project_ahead(self, inputs, training=None):
+        """For a loop that knows every step's input in advance (the decoder's target
+        sequence `(B, T, d)`): what `projected_call` needs for every step, computed once,
+        or `None` where this cell has no such path (its steps then run `call`)."""
+        return None
+
     def attend(self, query, memory, attention_state, step, training, return_attention_scores):
         """The attention's step call: `(output, [weights,] new attention state)`."""
         return step_call(

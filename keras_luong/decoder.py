@@ -1,3 +1,4 @@
+import functools
 import warnings
 
 import keras
@@ -90,11 +91,16 @@ class AttentionDecoder(keras.layers.Layer):
     def run_sequence(self, inputs, memory, states, inputs_mask, training, return_attention_scores):
         """The whole target sequence: `(outputs, weights or None, final states)`. Every
         step in turn, by `run_steps`."""
-        batch = ops.shape(inputs)[0]
+        batch, input_size = ops.shape(inputs)[0], inputs.shape[-1]
+        ahead = self.cell.project_ahead(inputs, training)
+        if ahead is None:
+            call = functools.partial(step_call, self.cell)
+        else:  # the inputs' part of every step computed at once
+            inputs, recurrent = ahead
+            call = functools.partial(self.cell.projected_call, recurrent=recurrent)
 
         def step(x_t, states, t, memory):
-            attentional, new_states, *weights = step_call(
-                self.cell,
+            attentional, new_states, *weights = call(
                 x_t,
                 states,
                 memory,
@@ -108,7 +114,7 @@ class AttentionDecoder(keras.layers.Layer):
         if return_attention_scores:
             outputs_like.append(ops.zeros((batch, ops.shape(memory["value"])[1]), "float32"))
         (outputs, *weights), states = self.run_steps(
-            step, states, inputs, inputs_mask, memory, inputs.shape[-1], outputs_like, training
+            step, states, inputs, inputs_mask, memory, input_size, outputs_like, training
         )
         return outputs, (weights[0] if weights else None), states
 

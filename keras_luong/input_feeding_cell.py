@@ -3,6 +3,7 @@ from keras import ops
 
 from keras_luong.attention_cell import AttentionCell, deserialize_nested
 from keras_luong.loops import step_call
+from keras_luong.masked_lstm import lstm_gates, plain_lstm_cell
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -132,12 +133,72 @@ class InputFeedingCell(AttentionCell):
             inputs = ops.concatenate([inputs, ops.cast(feed, inputs.dtype)], axis=-1)
         cell_states = keras.tree.pack_sequence_as(self.cell.state_size, cell_states)
         hidden, new_cell_states = step_call(self.cell, inputs, cell_states, training=training)
+        return self._attend_after(
+            hidden,
+            new_cell_states,
+            memory,
+            attention_state,
+            step,
+            training,
+            return_attention_scores,
+        )
+
+    def _attend_after(
+        self, hidden, cell_states, memory, attention_state, step, training, return_attention_scores
+    ):
+        """The rest of a step once the cell has run: attention, `h̃_t`, the new states."""
         attentional, *weights, attention_state = self.attend(
             hidden, memory, attention_state, step, training, return_attention_scores
         )
-        new_states = [*keras.tree.flatten(new_cell_states), attentional, *attention_state]
+        new_states = [*keras.tree.flatten(cell_states), attentional, *attention_state]
         output = attentional if self.output_attention else hidden
         return (output, new_states, *weights)
+
+    def project_ahead(self, inputs, training=None):
+        """`(x W_x + b` for every step `(B, T, 4 units)`, `[W_h̃; U])` for an `LSTMCell`
+        with input feeding, on eager torch: the cell's kernel is `[W_x; W_h̃]` on `[x_t;
+        h̃_{t-1}]`, so the part on the known inputs is one matmul for the whole sequence, and
+        a step multiplies `[h̃_{t-1}; h_{t-1}]` by the rest and the recurrent kernel, stacked
+        (one matmul, no concatenation of `x_t`, no bias add). The same sums as Keras' cell,
+        added in another order. Compiled backends trace one step and keep `call`."""
+        cell = self.cell
+        if (
+            keras.backend.backend() != "torch"
+            or keras.backend.is_keras_tensor(inputs)
+            or not self.input_feeding
+            or type(self).call is not InputFeedingCell.call
+            or not plain_lstm_cell(cell, training)
+        ):
+            return None
+        kernel = ops.convert_to_tensor(cell.kernel)
+        width = inputs.shape[-1]
+        projected = ops.matmul(ops.cast(inputs, kernel.dtype), kernel[:width])
+        if cell.use_bias:
+            projected = projected + ops.convert_to_tensor(cell.bias)
+        recurrent = ops.concatenate(
+            [kernel[width:], ops.convert_to_tensor(cell.recurrent_kernel)], axis=0
+        )
+        return projected, recurrent
+
+    def projected_call(
+        self,
+        projected,
+        states,
+        memory,
+        recurrent,
+        step=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        """`call` for a step whose input part `project_ahead` computed: `projected` is
+        `x_t W_x + b` `(B, 4 units)`, `recurrent` is `[W_h̃; U]`."""
+        h, c, feed, *attention_state = states
+        carried = ops.concatenate([ops.cast(feed, h.dtype), h], axis=-1)
+        z = projected + ops.matmul(carried, recurrent)
+        h, c = lstm_gates(z, c, self.cell.units)
+        return self._attend_after(
+            h, [h, c], memory, attention_state, step, training, return_attention_scores
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -52,12 +52,22 @@ def _lstm_layers(encoder, training):
 def _covered(layer, training):
     if type(layer) is not keras.layers.LSTM or not layer.built:
         return False
-    cell, policy = layer.cell, layer.dtype_policy
     return (
         layer.return_sequences
         and layer.return_state
         and not layer.stateful
-        and policy.compute_dtype == policy.variable_dtype
+        and plain_lstm_cell(layer.cell, training)
+    )
+
+
+def plain_lstm_cell(cell, training):
+    """Whether `cell` is a built Keras `LSTMCell` whose step `lstm_gates` computes: tanh and
+    sigmoid, its variables in its compute dtype, no dropout to draw in `training`."""
+    if type(cell) is not keras.layers.LSTMCell or not cell.built:
+        return False
+    policy = cell.dtype_policy
+    return (
+        policy.compute_dtype == policy.variable_dtype
         and cell.activation is keras.activations.tanh
         and cell.recurrent_activation is keras.activations.sigmoid
         and (not training or (cell.dropout == 0 and cell.recurrent_dropout == 0))

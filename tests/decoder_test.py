@@ -1,3 +1,5 @@
+from unittest import mock
+
 import keras
 import numpy as np
 import pytest
@@ -6,6 +8,7 @@ from hypothesis import strategies as st
 
 from keras_luong import (
     GlobalAttention,
+    InputFeedingCell,
     LocalAttention,
     LuongDecoder,
 )
@@ -508,3 +511,68 @@ def test_without_attentional_units_the_states_wait_for_the_value():
     memory = decoder.prepare(random((B, S, 9)))
     states = decoder.get_initial_state(B, memory=memory)
     assert [tuple(s.shape) for s in states] == [(B, H), (B, H), (B, 9)]
+
+
+@pytest.mark.parametrize("attention", ["global", "local-m"])
+@pytest.mark.parametrize("output_attention", [True, False])
+def test_inputs_projected_ahead_give_the_step_by_step_call(attention, output_attention):
+    """On eager torch an LSTM cell with input feeding takes its inputs' part of every step
+    in one matmul (`project_ahead`, then `projected_call` per step): the outputs, weights,
+    states and gradients of `call` at every step, with padding on both sides."""
+    inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=5)
+    decoder = LuongDecoder(
+        keras.layers.LSTMCell(H, bias_initializer="random_normal"),
+        ATTENTIONS[attention](),
+        output_attention=output_attention,
+    )
+    kwargs = dict(inputs_mask=inputs_mask, value_mask=memory_mask, return_attention_scores=True)
+    decoder(inputs, memory, **kwargs)
+    calls = []
+    original = InputFeedingCell.projected_call
+
+    def counted(self, *args, **kw):
+        calls.append(1)
+        return original(self, *args, **kw)
+
+    def run():
+        out = decoder(inputs, memory, return_state=True, training=True, **kwargs)
+        grads = gradients(decoder, lambda o: keras.ops.sum(o[0] * o[0]), [inputs, memory],
+                          training=True, **kwargs)  # fmt: skip
+        return [to_numpy(o) for o in keras.tree.flatten(out)], grads
+
+    with mock.patch.object(InputFeedingCell, "projected_call", counted):
+        ahead, ahead_grads = run()
+    assert (len(calls) > 0) == (keras.backend.backend() == "torch")
+    with mock.patch.object(InputFeedingCell, "project_ahead", return_value=None):
+        expected, expected_grads = run()
+    for a, b in zip(ahead, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6)
+    for a, b in zip(
+        keras.tree.flatten(ahead_grads), keras.tree.flatten(expected_grads), strict=True
+    ):
+        assert_allclose(a, b, atol=1e-5)
+
+
+def test_project_ahead_covers_only_what_projected_call_computes():
+    """`project_ahead` gives `None` (the steps run `call`) for another cell, a cell with
+    dropout in training, no input feeding and a cell subclass whose `call` differs."""
+    inputs, memory = inputs_and_masks()[:2]
+
+    class Overridden(InputFeedingCell):
+        def call(self, *args, **kwargs):
+            return super().call(*args, **kwargs)
+
+    def cell(rnn_cell=None, wrapper=InputFeedingCell, **kwargs):
+        layer = wrapper(rnn_cell or keras.layers.LSTMCell(H), ATTENTIONS["global"](), **kwargs)
+        layer.build_attention(memory.shape)
+        layer.build((B, E))
+        return layer
+
+    on_torch = keras.backend.backend() == "torch"
+    x = keras.ops.convert_to_tensor(inputs)
+    assert (cell().project_ahead(x, training=True) is not None) == on_torch
+    assert cell(keras.layers.GRUCell(H)).project_ahead(x) is None
+    assert cell(keras.layers.LSTMCell(H, dropout=0.5)).project_ahead(x, training=True) is None
+    assert (cell(keras.layers.LSTMCell(H, dropout=0.5)).project_ahead(x) is not None) == on_torch
+    assert cell(input_feeding=False).project_ahead(x) is None
+    assert cell(wrapper=Overridden).project_ahead(x) is None
