@@ -72,11 +72,16 @@ class Seq2SeqGenerator(keras.Model):
         def next(prompt, cache, index):
             token = prompt[:, index - 1]
             states = cache["states"] if keep_attention else cache
+            # The logits in float32 (so that the mask constant fits under mixed precision
+            # too), plus never_bias.
             logits, attentional, states, *weights = model.next_token_logits(
-                token, list(states), memory, index - 1, return_attention_scores=keep_attention
+                token,
+                list(states),
+                memory,
+                index - 1,
+                return_attention_scores=keep_attention,
+                logits_bias=never_bias,
             )
-            # float32, so that the mask constant fits under mixed precision too.
-            logits = ops.cast(logits, "float32") + never_bias
             if keep_attention:
                 attention = ops.cast(weights[0], "float32")
                 return logits, attentional, {"states": tuple(states), "attention": attention}

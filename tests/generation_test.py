@@ -15,8 +15,9 @@ from keras_luong import (
     LuongSeq2Seq,
     samplers,
 )
+from keras_luong.checks import MASKED_SCORE
 from keras_luong.vocabulary import Vocabulary
-from tests.test_case import BACKEND
+from tests.test_case import BACKEND, to_numpy
 
 V, L = 9, 5
 SOURCE = np.array([[3, 4, 5, 6], [7, 8, 0, 0], [5, 0, 0, 0], [6, 6, 3, 0], [4, 0, 0, 0]], "int32")
@@ -359,3 +360,28 @@ def test_keras_hub_samplers_that_decode_and_those_refused(model):
         model.generate(SOURCE, L, sampler=hub.ContrastiveSampler(k=2))
     with pytest.raises(ValueError, match="SpeculativeSampler is not supported.*draft model"):
         model.generate(SOURCE, L, sampler=hub.SpeculativeSampler())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_float16"])
+def test_a_steps_logits_bias_is_added_to_the_output_layers_logits(dtype):
+    """`next_token_logits(..., logits_bias=b)` is the output layer's logits plus `b` in
+    float32: one add into a plain float32 `Dense` (its bias and `b` summed first), a cast
+    and an add otherwise; the same values either way."""
+    model = LuongSeq2Seq(11, 13, units=8, embedding_dim=4, dtype=dtype)
+    source = np.array([[3, 4, 5, 2], [6, 7, 2, 0]], "int32")
+    model((source, source[:, :2]))
+    model.projection.bias.assign(np.linspace(-1.0, 1.0, 13))
+    value, value_mask, states = model.encode(source)
+    memory = model.decoder.prepare(value, value_mask)
+    states = model.decoder.get_initial_state(2, states, memory)
+    token = keras.ops.convert_to_tensor(np.array([1, 1], "int32"))
+    bias = np.zeros(13, "float32")
+    bias[[0, 1]] = MASKED_SCORE
+    logits, attentional, _ = model.next_token_logits(token, states, memory, 0)
+    biased, _, _ = model.next_token_logits(
+        token, states, memory, 0, logits_bias=keras.ops.convert_to_tensor(bias)
+    )
+    assert keras.backend.standardize_dtype(biased.dtype) == "float32"
+    expected = to_numpy(keras.ops.cast(logits, "float32")) + bias
+    np.testing.assert_array_equal(to_numpy(biased), expected)
+    assert np.all(to_numpy(biased)[:, :2] == MASKED_SCORE)

@@ -250,10 +250,8 @@ class BeamSearchSampler(Sampler):
             next_token = ops.reshape(chosen % vocabulary, [-1])
 
             def gather_beams(x):
-                x = ops.reshape(x, (-1, beams, *ops.shape(x)[1:]))
-                indices = ops.reshape(source_beam, (-1, beams) + (1,) * (len(x.shape) - 2))
-                x = ops.take_along_axis(x, indices, axis=1)
-                return ops.reshape(x, (-1, *ops.shape(x)[2:]))
+                # Each new row is its source row's: one gather (no reshapes around it).
+                return ops.take(x, source_row, axis=0)
 
             prompt = gather_beams(prompt)
             cache = tree.map_structure(gather_beams, cache) if has_cache else cache
