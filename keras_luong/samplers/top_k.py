@@ -1,5 +1,6 @@
 """An exact top-k of small k that reads each row once and exports from every backend."""
 
+import keras
 from keras import ops
 
 
@@ -27,6 +28,7 @@ def top_k_indices(x, k):
     best_blocks = _top_k_rounds(
         ops.max(grouped, axis=-1), k, ops.arange(blocks, dtype="int32")[None], blocks
     )
+    best_blocks = ops.sort(best_blocks, axis=-1)  # the candidates in the row's order
     candidates = ops.take_along_axis(grouped, best_blocks[..., None], axis=1)  # (rows, k, block)
     positions = best_blocks[..., None] * block + ops.arange(block, dtype="int32")[None, None]
     rows = ops.shape(candidates)[0]
@@ -53,8 +55,21 @@ def _block_size(size, k):
 def _top_k_rounds(x, k, positions, sentinel):
     """`k` rounds of max, then the smallest of `positions` (int32, broadcast to `x`) among
     the entries equal to it: the positions of the `k` largest entries, largest first.
-    `sentinel` is larger than every position."""
+    `sentinel` is larger than every position, and positions increase along each row."""
     indices = []
+    if keras.backend.backend() == "torch":
+        # torch's argmax gives the first of equal maxima, which is the smallest position
+        # here: a round is one argmax, then the entry found is out of the next rounds.
+        columns = ops.arange(x.shape[-1], dtype="int32")[None]
+        for i in range(k):
+            best = ops.argmax(x, axis=-1)[:, None]
+            indices.append(best)
+            if i < k - 1:
+                x = ops.where(ops.equal(columns, best), float("-inf"), x)
+        best = ops.concatenate(indices, axis=1)
+        if positions.shape[0] == 1:
+            return ops.take(positions[0], best)
+        return ops.take_along_axis(positions, best, axis=1)
     for i in range(k):
         largest = ops.max(x, axis=-1, keepdims=True)
         best = ops.min(ops.where(ops.equal(x, largest), positions, sentinel), axis=-1)
