@@ -2,7 +2,7 @@ import keras
 from keras import ops
 
 from keras_luong.attention_cell import AttentionCell, deserialize_nested
-from keras_luong.loops import step_call
+from keras_luong.loops import eager_torch, step_call
 from keras_luong.masked_lstm import lstm_gates, plain_lstm_cell
 
 
@@ -163,8 +163,7 @@ class InputFeedingCell(AttentionCell):
         added in another order. Compiled backends trace one step and keep `call`."""
         cell = self.cell
         if (
-            keras.backend.backend() != "torch"
-            or keras.backend.is_keras_tensor(inputs)
+            not eager_torch(inputs)
             or not self.input_feeding
             or type(self).call is not InputFeedingCell.call
             or not plain_lstm_cell(cell, training)

@@ -42,14 +42,21 @@ def keep_where(keep, new, old):
     return keras.tree.map_structure(lambda n, o: ops.where(keep, n, ops.cast(o, n.dtype)), new, old)
 
 
+def eager_torch(*tensors):
+    """Whether the backend is torch and none of `tensors` (nested structures too) is
+    symbolic: the loops then run op by op in Python, where the compiled backends trace."""
+    return keras.backend.backend() == "torch" and not any(
+        keras.backend.is_keras_tensor(x) for x in keras.tree.flatten(tensors)
+    )
+
+
 def unless_full(mask):
     """`mask`, or `None` where it keeps every position and its values are known (eager
     torch): then the `where`s a masked loop spends on it at every step change nothing.
     Compiled backends keep it (its values are not known while tracing)."""
     if (
         mask is None
-        or keras.backend.backend() != "torch"
-        or keras.backend.is_keras_tensor(mask)
+        or not eager_torch(mask)
         or str(getattr(mask, "device", "")) == "meta"  # Keras' shape inference: no values
         or not bool(ops.all(mask))
     ):
@@ -84,12 +91,7 @@ def masked_scan(step_fn, states, inputs, mask, outputs_like):
             new_states
         )
 
-    first = keras.tree.flatten(inputs)[0]
-    if (
-        keras.backend.backend() == "torch"
-        and not any(keras.backend.is_keras_tensor(x) for x in keras.tree.flatten((inputs, mask)))
-        and first.shape[1] != 0
-    ):
+    if eager_torch(inputs, mask) and keras.tree.flatten(inputs)[0].shape[1] != 0:
         return _eager_scan(one_step, states, inputs, mask)
 
     if keras.backend.backend() != "tensorflow":
@@ -135,12 +137,12 @@ def _eager_scan(one_step, states, inputs, mask):
     `t` of each input, has the backward fill a zero tensor of the whole input for every
     step (T² work)."""
     columns = [ops.unstack(x, axis=1) for x in keras.tree.flatten(inputs)]
-    keeps = [None] * len(columns[0]) if mask is None else ops.unstack(mask, axis=1)
-    indices = ops.unstack(ops.arange(len(keeps), dtype="int32"))
+    steps = len(columns[0])
+    keeps = [None] * steps if mask is None else ops.unstack(ops.expand_dims(mask, -1), axis=1)
+    indices = ops.unstack(ops.arange(steps, dtype="int32"))
     outputs = []
     for t, (keep, *x_t) in enumerate(zip(keeps, *columns, strict=True)):
         x_t = keras.tree.pack_sequence_as(inputs, x_t)
-        keep = None if keep is None else ops.expand_dims(keep, -1)
         step_outputs, states = one_step(indices[t], states, x_t, keep)
         outputs.append(step_outputs)
     return [ops.stack(list(o), axis=1) for o in zip(*outputs, strict=True)], states

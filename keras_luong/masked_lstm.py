@@ -13,16 +13,14 @@ precision, a subclass) are called as they are.
 import keras
 from keras import ops
 
+from keras_luong.loops import eager_torch
+
 
 def run_encoder(encoder, inputs, mask, training=None):
     """`encoder(inputs, mask=mask, training=training)` for an `LSTM` or a `Bidirectional`
     `LSTM` returning sequences and states: `[sequence, *states]`."""
     layers = _lstm_layers(encoder, training)
-    if (
-        layers is None
-        or keras.backend.backend() != "torch"
-        or keras.backend.is_keras_tensor(inputs)
-    ):
+    if layers is None or not eager_torch(inputs):
         # Compiled backends run Keras' loop as one scan: nothing to gain there.
         return encoder(inputs, mask=mask, training=training)
     if mask is None or bool(ops.all(mask)):
