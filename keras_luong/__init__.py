@@ -20,7 +20,7 @@ if not _starting_the_command_line():
     from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.base_attention import BaseLuongAttention
     from keras_luong.batching import BucketedBatches
-    from keras_luong.callbacks import BleuCallback
+    from keras_luong.callbacks import AttentionCallback, BleuCallback
     from keras_luong.decoder import LuongDecoder
     from keras_luong.global_attention import GlobalAttention
     from keras_luong.input_feeding_cell import InputFeedingCell
@@ -35,6 +35,7 @@ if not _starting_the_command_line():
 __version__ = "0.2.0"
 
 __all__ = [
+    "AttentionCallback",
     "BahdanauAttention",
     "BahdanauCell",
     "BahdanauDecoder",
@@ -66,6 +67,7 @@ def __getattr__(name):
 
 
 _MODULES = {
+    "AttentionCallback": "keras_luong.callbacks",
     "BahdanauAttention": "keras_luong.bahdanau_attention",
     "BahdanauCell": "keras_luong.bahdanau_decoder",
     "BahdanauDecoder": "keras_luong.bahdanau_decoder",

@@ -3,6 +3,8 @@
 import time
 
 import keras
+import numpy as np
+from keras import ops
 
 from keras_luong.checks import check_integer, check_texts
 from keras_luong.evaluation import corpus_bleu
@@ -128,5 +130,167 @@ class BleuCallback(keras.callbacks.Callback):
                 f"Epoch {epoch + 1}: {self.name} {bleu.score:.2f} (length ratio "
                 f"{bleu.length_ratio:.3f}, brevity penalty {bleu.brevity_penalty:.3f}; "
                 f"{len(self.sources)} sentences, {seconds:.1f} s)",
+                flush=True,
+            )
+
+
+def alignment_statistics(weights, source_mask, target_mask):
+    """How sharply and how monotonically alignments `(B, T, S)` attend, as two numbers.
+
+    - `entropy`: the mean over the target tokens of the alignment's entropy divided by the
+      log of its source's length, `H(a_t) / log S_i`: 1 for uniform attention over the
+      source, 0 for attention on one position. (Sources of one token are left out.)
+    - `diagonal`: the mean over the pairs of the correlation (Pearson) between the target
+      position `t` and the attended source position `Σ_s s · a_t(s)`: near 1 when attention
+      walks along the source as the target goes on, 0 when it stays in one place (on one
+      word, or spread evenly over the sentence). Pairs with fewer than 2 target tokens, or
+      whose attended position does not move at all, count as 0.
+
+    Args:
+        weights: Alignments `(B, T, S)`, each row a distribution over the valid source
+            positions (zeros at padding).
+        source_mask: `(B, S)` booleans, true at real source tokens.
+        target_mask: `(B, T)` booleans, true at real target tokens.
+
+    Returns:
+        A dict `{"entropy": float, "diagonal": float}`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> eye = np.eye(3, dtype="float32")[None]  # target token t attends to source word t
+    >>> stats = alignment_statistics(eye, np.ones((1, 3), bool), np.ones((1, 3), bool))
+    >>> round(stats["entropy"], 6), round(stats["diagonal"], 6)
+    (0.0, 1.0)
+    """
+    weights = np.asarray(weights, "float64")
+    source_mask = np.asarray(source_mask, bool)
+    target_mask = np.asarray(target_mask, bool)
+    if weights.ndim != 3 or weights.shape[:1] + weights.shape[2:] != source_mask.shape:
+        raise ValueError(
+            "Expected weights (batch_size, T, S) and source_mask (batch_size, S). Received: "
+            f"weights.shape={weights.shape}, source_mask.shape={source_mask.shape}"
+        )
+    if target_mask.shape != weights.shape[:2]:
+        raise ValueError(
+            "Expected target_mask (batch_size, T) to match weights (batch_size, T, S). "
+            f"Received: target_mask.shape={target_mask.shape}, weights.shape={weights.shape}"
+        )
+    weights = np.where(source_mask[:, None, :], weights, 0.0)
+    lengths = source_mask.sum(axis=1)  # (B,)
+    plogp = np.where(weights > 0, weights * np.log(np.where(weights > 0, weights, 1.0)), 0.0)
+    entropy = -plogp.sum(axis=-1)  # (B, T)
+    counted = target_mask & (lengths[:, None] > 1)
+    # Clipped: float32 weights that are uniform can give 1 + 1e-9.
+    normalised = np.clip(entropy / np.log(np.maximum(lengths, 2))[:, None], 0.0, 1.0)
+    mean_entropy = float(normalised[counted].mean()) if counted.any() else 0.0
+
+    attended = (weights * np.arange(weights.shape[2])).sum(axis=-1)  # (B, T)
+    correlations = []
+    for row in range(weights.shape[0]):
+        steps = np.flatnonzero(target_mask[row])
+        if len(steps) < 2:
+            correlations.append(0.0)
+            continue
+        position = attended[row, steps]
+        if np.ptp(position) < 1e-9:
+            correlations.append(0.0)
+            continue
+        correlations.append(float(np.corrcoef(steps, position)[0, 1]))
+    diagonal = float(np.mean(correlations)) if correlations else 0.0
+    return {"entropy": mean_entropy, "diagonal": diagonal}
+
+
+class AttentionCallback(keras.callbacks.Callback):
+    """Logs how the model attends on held-out pairs, every `frequency` epochs: whether its
+    attention has locked on to the source.
+
+    Before attention locks on, every target token attends to much the same place (spread
+    evenly over the source, or sitting on one word), and the decoder translates like a
+    language model. Once it locks on, each token attends to a few source words, and for a
+    language pair in much the same word order the attended position walks along the source.
+    The callback computes `alignment_statistics` of the model's alignments on the pairs
+    (teacher-forced, no dropout) and logs `name + "_entropy"` and `name + "_diagonal"`
+    (`val_attention_entropy`, `val_attention_diagonal` by default): a locked-on curve has the
+    entropy falling well below its first epochs' (near 1 for attention spread evenly) and, for
+    a monotone pair, the diagonal rising towards 1. Both are logged on the epochs computed, so
+    `History`, `EarlyStopping` and a CSV logger see them.
+
+    Args:
+        source: Source ids `(N, S)`, 0 for padding (as `fit` takes them).
+        target_in: The targets after the start id `(N, T)`, 0 for padding.
+        frequency: Compute every this many epochs (and after the last). Defaults to 1.
+        batch_size: Pairs run at once. Defaults to 64.
+        name: The prefix of the keys in `logs`. Defaults to `"val_attention"`.
+        verbose: 1 prints the two numbers. Defaults to 0.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from keras_luong import LuongSeq2Seq
+    >>> model = LuongSeq2Seq(10, 10, units=8, embedding_dim=4)
+    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> source = np.array([[4, 5, 6], [7, 8, 0]])
+    >>> target_in = np.array([[1, 4, 5], [1, 7, 8]])
+    >>> target_out = np.array([[4, 5, 2], [7, 8, 2]])
+    >>> attention = AttentionCallback(source, target_in)
+    >>> history = model.fit((source, target_in), target_out, epochs=2, verbose=0,
+    ...                     callbacks=[attention])
+    >>> entropy = history.history["val_attention_entropy"]
+    >>> len(entropy), 0 <= entropy[-1] <= 1
+    (2, True)
+    """
+
+    def __init__(self, source, target_in, frequency=1, batch_size=64, name="val_attention",
+                 verbose=0):  # fmt: skip
+        super().__init__()
+        source = np.asarray(source)
+        target_in = np.asarray(target_in)
+        for arg, value in (("source", source), ("target_in", target_in)):
+            if value.ndim != 2 or not len(value) or not np.issubdtype(value.dtype, np.integer):
+                raise ValueError(
+                    f"Invalid value for argument {arg}. Expected integer ids (N, length) with "
+                    f"N > 0. Received: {arg} of shape {value.shape} and dtype {value.dtype}"
+                )
+        if len(source) != len(target_in):
+            raise ValueError(
+                "Expected as many targets as sources. Received: "
+                f"{len(source)} sources and {len(target_in)} target_in rows"
+            )
+        self.source = source.astype("int32")
+        self.target_in = target_in.astype("int32")
+        self.frequency = check_integer("frequency", frequency)
+        self.batch_size = check_integer("batch_size", batch_size)
+        self.name = name
+        self.verbose = verbose
+        self.last_epoch = None
+
+    def on_train_begin(self, logs=None):
+        self.last_epoch = self.params.get("epochs") if self.params else None
+
+    def statistics(self):
+        """`alignment_statistics` of the model's alignments on the pairs, now."""
+        weights = []
+        for start in range(0, len(self.source), self.batch_size):
+            rows = slice(start, start + self.batch_size)
+            _, batch = self.model(
+                (self.source[rows], self.target_in[rows]),
+                training=False,
+                return_attention_scores=True,
+            )
+            weights.append(ops.convert_to_numpy(ops.cast(batch, "float32")))
+        return alignment_statistics(np.concatenate(weights), self.source != 0, self.target_in != 0)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % self.frequency and epoch + 1 != self.last_epoch:
+            return
+        stats = self.statistics()
+        if logs is not None:
+            for key, value in stats.items():
+                logs[f"{self.name}_{key}"] = value
+        if self.verbose:
+            print(
+                f"Epoch {epoch + 1}: {self.name} entropy {stats['entropy']:.3f}, "
+                f"diagonal {stats['diagonal']:.3f}",
                 flush=True,
             )

@@ -10,7 +10,6 @@ per-call input pipeline; a generator is kept only once a call through it has suc
 
 import collections
 import json
-import math
 import numbers
 import sys
 
@@ -33,12 +32,16 @@ class Seq2SeqGenerator(keras.Model):
     `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
     memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
 
-    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), **kwargs):
+    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=False, **kwargs):
         super().__init__(**kwargs)
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
         self.stop_token_ids = tuple(stop_token_ids)
+        # Each row ends by its own source's bound (`default_max_length` of its tokens): from
+        # that position on its only possible token is the first stop token. One generator
+        # then serves sources of every length, the buffers sized by `max_length`.
+        self.row_bounds = bool(row_bounds) and bool(self.stop_token_ids)
         # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
         # torch stays eager (its compile takes minutes).
         self.jit_compile = keras.backend.backend() != "torch"
@@ -65,6 +68,10 @@ class Seq2SeqGenerator(keras.Model):
         # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
         # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
         never_bias = ops.where(never, MASKED_SCORE, 0.0)
+        if self.row_bounds:  # (rows,): the memory's rows, repeated per beam
+            tokens = ops.sum(ops.cast(value_mask, "int32"), axis=1)
+            bounds = row_bound(tokens)
+            only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
 
         # A sampler with a coverage penalty reads each step's attention from the cache.
         keep_attention = getattr(self.sampler, "needs_attention", False)
@@ -82,6 +89,9 @@ class Seq2SeqGenerator(keras.Model):
                 return_attention_scores=keep_attention,
                 logits_bias=never_bias,
             )
+            if self.row_bounds:  # the position generated now is index - 1
+                ended = ops.greater_equal(index - 1, bounds)[:, None]
+                logits = ops.where(ended, only_stop[None], logits)
             if keep_attention:
                 attention = ops.cast(weights[0], "float32")
                 return logits, attentional, {"states": tuple(states), "attention": attention}
@@ -151,6 +161,17 @@ def check_supported(sampler):
 def default_max_length(lengths):
     """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
     return int(1.5 * max(lengths, default=0)) + 10
+
+
+def row_bound(tokens):
+    """`default_max_length` of each row's source tokens `(rows,)`, as int32 tensor ops."""
+    return (ops.cast(tokens, "int32") * 3) // 2 + 10
+
+
+def length_bucket(bound):
+    """The generator length that holds outputs of `bound` tokens: the next power of two (at
+    least 16), so that texts of any length share a few compiled generators."""
+    return max(16, 1 << (int(bound) - 1).bit_length())
 
 
 class GenerationMixin:
@@ -258,16 +279,22 @@ class GenerationMixin:
         batch_size = check_integer("batch_size", batch_size)
         if max_length is None:
             max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
-        generator, key = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
+        generated = self._generate(
+            source, max_length, sampler, batch_size, stop_token_ids=stop_token_ids, **deprecated
+        )
+        if not return_attention_scores:
+            return generated
+        return generated, generated_alignments(self, source, generated, max_length)
+
+    def _generate(self, source, max_length, sampler, batch_size, row_bounds=False, **settings):
+        """Runs the kept generator of these settings on int32 source ids."""
+        generator, key = get_generator(self, max_length, sampler, row_bounds=row_bounds, **settings)
         try:
-            generated = generator.generate(source, batch_size)
+            return generator.generate(source, batch_size)
         except BaseException:
             # A call that raised may leave a broken compiled function behind: keep nothing.
             self.generators.discard(key)
             raise
-        if not return_attention_scores:
-            return generated
-        return generated, generated_alignments(self, source, generated, generator.max_length)
 
     def translate(
         self,
@@ -297,10 +324,11 @@ class GenerationMixin:
             target_vocabulary: Likewise, for the output.
             max_length: The most tokens generated per text. Defaults to each text's own
                 bound, 1.5 × its source tokens + 10 (fairseq's `max_len_a * src_len +
-                max_len_b` with 1.5 and 10, `generate`'s rule for one row): a batch decodes
-                up to its rows' largest bound rounded up to a multiple of 8, and each output
-                is cut at its text's bound, so a greedy output is the one the text gets
-                alone.
+                max_len_b` with 1.5 and 10, `generate`'s rule for one row): each row of a
+                batch ends at its own bound (a greedy output is the one the text gets
+                alone), inside one compiled generator for the whole call, whose length is
+                the largest bound rounded up to a power of two; a second call on texts of
+                the same lengths compiles nothing.
             sampler: As in `generate`; `None` (the default) for the model's sampler.
             batch_size: Texts decoded at once. Defaults to 32.
             tokens_per_batch: If given, a batch also holds at most this many source
@@ -332,8 +360,13 @@ class GenerationMixin:
         rows = [vocabularies["source"].encode(t) for t in texts]
         if max_length is None:  # each text's own bound
             bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
+            # One generator whose length holds every text's bound, each row ending at its
+            # own bound inside it: one compiled function per source shape, kept for the next
+            # call (per-batch bounds would each compile a generator of their own).
+            bound = length_bucket(bounds.max(initial=1))
         else:
-            bounds = np.full(len(rows), check_integer("max_length", max_length), "int64")
+            bound = check_integer("max_length", max_length)
+            bounds = np.full(len(rows), bound, "int64")
         results = [None] * len(rows)
         decode = vocabularies["target"].decode
         plan = length_sorted_batches(
@@ -343,11 +376,8 @@ class GenerationMixin:
             source = np.zeros((len(indices), length), "int32")
             for row, i in enumerate(indices):
                 source[row, : len(rows[i])] = rows[i]
-            bound = int(bounds[indices].max())
-            if max_length is None:  # few distinct bounds: few compiled generators
-                bound = 8 * math.ceil(bound / 8)
-            generated = self.generate(
-                source, bound, sampler=sampler, batch_size=batch_size, **kwargs
+            generated = self._generate(
+                source, bound, sampler, batch_size, row_bounds=max_length is None, **kwargs
             )
             cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
             if isinstance(generated, tuple):  # every beam, with its score
@@ -443,7 +473,9 @@ def sampler_key(sampler):
     return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
 
 
-def get_generator(model, max_length, sampler=None, stop_token_ids="auto", **legacy):
+def get_generator(
+    model, max_length, sampler=None, stop_token_ids="auto", row_bounds=False, **legacy
+):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
     max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
     if sampler is None:  # the model's; the deprecated settings still start from greedy
@@ -471,9 +503,9 @@ def get_generator(model, max_length, sampler=None, stop_token_ids="auto", **lega
             f"target_vocabulary_size={model.target_vocabulary_size}). "
             f"Received: stop_token_ids={stop_token_ids!r}"
         )
-    key = (max_length, stop_token_ids, *sampler_key(sampler))
+    key = (max_length, stop_token_ids, bool(row_bounds), *sampler_key(sampler))
     generator = model.generators.get(
-        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids)
+        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids, row_bounds)
     )
     return generator, key
 

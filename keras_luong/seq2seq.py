@@ -78,6 +78,12 @@ class LuongSeq2Seq(
             `None`.
         sampling_probability: The starting probability of feeding the model's prediction;
             kept in a variable that `ScheduledSampling` sets. Defaults to 0.
+        output_initializer: Initializer of the output layer's kernel (`W_s`, the `logits`
+            layer). Defaults to uniform in ±0.1 (`keras.initializers.RandomUniform(-0.1, 0.1)`,
+            the paper's and OpenNMT-py's), not Keras' Glorot: Glorot scales by the fan-out,
+            and over a vocabulary of thousands it starts `W_s` so small (±0.027 for 256 units
+            and 8,000 ids) that training sits for epochs near a unigram model, its attention
+            fixed on one source position, before it learns to translate, or never does.
         attention_timing: `"luong"` (the default: the decoder attends with the LSTM's new
             state `h_t`, and the projection reads `h̃_t = tanh(W_c [c_t; h_t])`) or
             `"bahdanau"`: the decoder of Bahdanau, Cho and Bengio (2015), a `BahdanauDecoder`,
@@ -133,6 +139,7 @@ class LuongSeq2Seq(
         scheduled_sampling=None,
         sampling_probability=0.0,
         attention_timing="luong",
+        output_initializer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -193,6 +200,9 @@ class LuongSeq2Seq(
         self.end_token = end_token
         self.scheduled_sampling = scheduled_sampling
         self.attention_timing = attention_timing
+        if output_initializer is None:
+            output_initializer = keras.initializers.RandomUniform(-0.1, 0.1)
+        self.output_initializer = keras.initializers.get(output_initializer)
         if scheduled_sampling is not None:
             self.sampling_probability = self.add_weight(
                 shape=(),
@@ -265,7 +275,12 @@ class LuongSeq2Seq(
                 cell, attention, units=units, dtype=dtype, name="decoder"
             )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
-        self.projection = keras.layers.Dense(target_vocabulary_size, dtype=dtype, name="logits")
+        self.projection = keras.layers.Dense(
+            target_vocabulary_size,
+            kernel_initializer=self.output_initializer,
+            dtype=dtype,
+            name="logits",
+        )
 
     def encode(self, source, training=None):
         """`(value, value_mask, decoder_cell_states)` for source ids `(B, S)`: the encoder
@@ -362,6 +377,7 @@ class LuongSeq2Seq(
         if not isinstance(probability, float):  # the variable ScheduledSampling sets
             probability = float(ops.convert_to_numpy(probability))
         config["sampling_probability"] = probability
+        config["output_initializer"] = keras.initializers.serialize(self.output_initializer)
         return config
 
 

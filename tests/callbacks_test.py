@@ -41,3 +41,74 @@ def test_bleu_callback_logs_for_checkpoints(tmp_path):
         BleuCallback(ENGLISH, GERMAN[:5], max_length=4)
     with pytest.raises(ValueError, match="frequency=0"):
         BleuCallback(ENGLISH, GERMAN, max_length=4, frequency=0)
+
+
+def test_alignment_statistics_of_known_alignments():
+    """Hand-computed cases: attention that walks along the source, that sits on one word,
+    that spreads evenly, and a reversed walk; padding never counts."""
+    import numpy as np
+
+    from keras_luong.callbacks import alignment_statistics
+
+    source_mask = np.array([[True] * 4, [True, True, True, False]])
+    target_mask = np.array([[True, True, True, False], [True, True, True, False]])
+    walk = np.zeros((2, 4, 4), "float32")
+    for t in range(3):
+        walk[0, t, t] = walk[1, t, 2 - t] = 1.0  # row 1 walks backwards
+    stats = alignment_statistics(walk, source_mask, target_mask)
+    assert stats["entropy"] == pytest.approx(0.0)
+    assert stats["diagonal"] == pytest.approx((1.0 - 1.0) / 2)  # +1 and -1
+    stuck = np.zeros((2, 4, 4), "float32")
+    stuck[:, :, 1] = 1.0
+    assert alignment_statistics(stuck, source_mask, target_mask) == pytest.approx(
+        {"entropy": 0.0, "diagonal": 0.0}
+    )
+    uniform = source_mask[:, None, :] / source_mask.sum(1)[:, None, None]
+    uniform = np.repeat(uniform, 4, axis=1)
+    assert alignment_statistics(uniform, source_mask, target_mask) == pytest.approx(
+        {"entropy": 1.0, "diagonal": 0.0}
+    )
+    # Half on one word, half on the next: H = log 2, over log 4 (row 0) and log 3 (row 1).
+    half = np.zeros((2, 4, 4), "float32")
+    for t in range(3):
+        half[0, t, t : t + 2] = 0.5
+        half[1, t, [0, 1]] = 0.5
+    half[1, 2, [0, 1]] = 0.0
+    half[1, 2, 2] = 1.0  # the last step moves: positions 0.5, 0.5, 2
+    stats = alignment_statistics(half, source_mask, target_mask)
+    entropies = [np.log(2) / np.log(4)] * 3 + [np.log(2) / np.log(3)] * 2 + [0.0]
+    assert stats["entropy"] == pytest.approx(np.mean(entropies))
+    row1 = np.corrcoef([0, 1, 2], [0.5, 0.5, 2.0])[0, 1]
+    assert stats["diagonal"] == pytest.approx((1.0 + row1) / 2)
+    with pytest.raises(ValueError, match="target_mask"):
+        alignment_statistics(walk, source_mask, target_mask[:, :2])
+
+
+def test_attention_callback_logs_the_models_alignment_statistics():
+    """The logged numbers are `alignment_statistics` of the model's own teacher-forced
+    alignments on the pairs, after the epoch's training."""
+    import numpy as np
+
+    from keras_luong import AttentionCallback
+    from keras_luong.callbacks import alignment_statistics
+
+    words = Vocabulary.from_corpus(ENGLISH + GERMAN, split="whitespace")
+    keras.utils.set_random_seed(1)
+    model = tiny_model(words)
+    source = words.encode_batch(ENGLISH)
+    target_in = words.encode_batch(GERMAN, start=True)
+    target_out = words.encode_batch(GERMAN, end=True)
+    attention = AttentionCallback(source[:4], target_in[:4], batch_size=3)
+    history = model.fit((source, target_in), target_out, epochs=2, verbose=0, callbacks=[attention])
+    _, weights = model((source[:4], target_in[:4]), return_attention_scores=True)
+    expected = alignment_statistics(
+        keras.ops.convert_to_numpy(weights), source[:4] != 0, target_in[:4] != 0
+    )
+    assert len(history.history["val_attention_entropy"]) == 2
+    assert history.history["val_attention_entropy"][-1] == pytest.approx(expected["entropy"])
+    assert history.history["val_attention_diagonal"][-1] == pytest.approx(expected["diagonal"])
+    assert 0.9 < expected["entropy"] <= 1  # an untrained model attends nearly evenly
+    with pytest.raises(ValueError, match="target_in"):
+        AttentionCallback(source, target_in[:2])
+    with pytest.raises(ValueError, match="source"):
+        AttentionCallback(np.zeros((0, 3), "int32"), target_in[:0])

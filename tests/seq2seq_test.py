@@ -119,6 +119,9 @@ def test_generate_returns_the_alignments_of_its_output():
 
 
 def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
+    # Seeded: beam search ranks log-softmax scores where greedy takes the argmax of the logits,
+    # so two logits within rounding of each other could split them; this model has none.
+    keras.utils.set_random_seed(0)
     model = make_model()
     greedy = model.generate(SOURCE, max_length=dates.TARGET_LENGTH)
     np.testing.assert_array_equal(
@@ -635,3 +638,26 @@ def test_backup_and_restore_resumes_to_the_uninterrupted_weights(tmp_path):
     assert any(
         not np.allclose(h, to_numpy(w)) for h, w in zip(halfway, uninterrupted.weights, strict=True)
     )
+
+
+def test_the_output_layer_starts_uniform_in_a_tenth_whatever_the_vocabulary():
+    """`W_s` starts uniform in ±0.1 (the paper's and OpenNMT-py's), not Glorot's ±√(6 /
+    (units + V)), which shrinks with the vocabulary; an initializer given is used, and the
+    config carries it."""
+    source_size = len(DATA["source_vocabulary"])
+    model = LuongSeq2Seq(source_size, 2000, units=16, embedding_dim=8)
+    model((SOURCE[:2], TARGET_IN[:2]))
+    kernel = to_numpy(model.projection.kernel)
+    assert np.abs(kernel).max() <= 0.1 and np.abs(kernel).max() > 0.099
+    # Uniform: the mean of |w| is half the bound (to sampling error over 32,000 draws).
+    assert abs(np.abs(kernel).mean() - 0.05) < 0.002
+    glorot = LuongSeq2Seq(
+        source_size, 2000, units=16, embedding_dim=8, output_initializer="glorot_uniform"
+    )
+    glorot((SOURCE[:2], TARGET_IN[:2]))
+    assert np.abs(to_numpy(glorot.projection.kernel)).max() <= np.sqrt(6 / (16 + 2000))
+    config = glorot.get_config()
+    assert config["output_initializer"]["class_name"] == "GlorotUniform"
+    restored = LuongSeq2Seq.from_config(model.get_config())
+    assert isinstance(restored.output_initializer, keras.initializers.RandomUniform)
+    assert restored.output_initializer.get_config()["maxval"] == 0.1

@@ -1,0 +1,248 @@
+"""When does attention lock on? Short training runs over seeds, attentions and recipes.
+
+    python benchmarks/seed_study.py --data ../shared/data/multi30k-en-de --corpus long \\
+        --attentions global-general --recipes page,global-clip --seeds 0,1,2 --epochs 3
+
+Each cell trains `LuongSeq2Seq(units=256, embedding_dim=128, dropout=0.3)` on subword ids
+(one SentencePiece vocabulary of `--vocabulary-size` pieces for both sides) in
+`BucketedBatches(tokens_per_batch=2048)` for `--epochs` epochs, and logs per epoch the training
+and validation loss, the token accuracy on the validation pairs, and `AttentionCallback`'s
+alignment entropy and diagonal on them; after the last epoch, greedy validation BLEU. A cell
+"locks on" at the first epoch whose diagonal reaches `--lock-on` (0.5 by default).
+
+Corpora: `multi30k` (its training pairs as they are, about 13 words a sentence) and `long`
+(consecutive training pairs joined two by two on both sides, about 26 words a sentence, up to
+about 80: a corpus of longer sentences that nothing was tuned on).
+
+Recipes are the translation page's (`page`: Adam 2e-3 with `clipnorm=5`, label smoothing 0.1,
+`ReduceLROnPlateau(patience=1)`) and one change to it each (see `RECIPES`). Each cell appends
+one JSON line to `--output`; `--table` prints the table of a results file.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+RECIPES = {
+    # The translation page's recipe before this study.
+    "page": {},
+    # Clip the whole gradient's norm at 5 (OpenNMT-py's max_grad_norm), not each variable's.
+    "global-clip": {"clip": "global"},
+    "no-clip": {"clip": None},
+    "no-smoothing": {"label_smoothing": 0.0},
+    "lr-1e-3": {"learning_rate": 1e-3},
+    "warmup": {"warmup_steps": 400},
+    "patience-3": {"patience": 3},
+    "no-dropout": {"dropout": 0.0},
+    # Every parameter uniform in ±0.1 (OpenNMT-py's param_init, the paper's).
+    "uniform-init": {"init": 0.1},
+    # The output layer's kernel as Keras' Dense starts it (Glorot), as before 0.3.0.
+    "glorot-output": {"init": "glorot-output"},
+    # The page's recipe before 0.2.0: plain Adam, Keras' cross-entropy, no schedule.
+    "previous": {
+        "learning_rate": 1e-3,
+        "clip": None,
+        "label_smoothing": 0.0,
+        "patience": None,
+        "loss": "keras",
+    },
+}
+BASE = {
+    "learning_rate": 2e-3,
+    "clip": "variable",
+    "label_smoothing": 0.1,
+    "patience": 1,
+    "dropout": 0.3,
+    "warmup_steps": 0,
+    "init": None,
+    "loss": "sequence",
+}
+ATTENTIONS = {
+    "global-general": {"alignment": "global", "score_mode": "general"},
+    "global-dot": {"alignment": "global", "score_mode": "dot"},
+    "local-m": {"alignment": "monotonic", "score_mode": "general"},
+    "local-p": {"alignment": "predictive", "score_mode": "general"},
+    "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
+    parser.add_argument("--corpus", default="long", choices=["multi30k", "long"])
+    parser.add_argument("--attentions", default="global-general")
+    parser.add_argument("--recipes", default="page")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--train-pairs", type=int, default=None, help="first pairs only")
+    parser.add_argument("--valid-pairs", type=int, default=500)
+    parser.add_argument("--vocabulary-size", type=int, default=8000)
+    parser.add_argument("--lock-on", type=float, default=0.5)
+    parser.add_argument("--output", default="seed_study.jsonl")
+    parser.add_argument("--table", metavar="RESULTS", help="print the table of a results file")
+    return parser.parse_args(argv)
+
+
+def corpus(data, name, train_pairs, valid_pairs):
+    from keras_luong.datasets import multi30k
+
+    splits = multi30k.load_data(data)
+    train, valid = splits["train"], splits["validation"]
+    if name == "long":
+        train = tuple(join_pairs(side) for side in train)
+        valid = tuple(join_pairs(side) for side in valid)
+    if train_pairs:
+        train = tuple(side[:train_pairs] for side in train)
+    return train, tuple(side[:valid_pairs] for side in valid)
+
+
+def join_pairs(sentences):
+    """Sentences 0+1, 2+3, ...: each joined to the next one (an odd last one dropped)."""
+    return [f"{a} {b}" for a, b in zip(sentences[0::2], sentences[1::2], strict=False)]
+
+
+def settings(recipe):
+    unknown = set(recipe) - set(BASE)
+    if unknown:
+        raise ValueError(f"unknown recipe keys {unknown}")
+    return {**BASE, **recipe}
+
+
+def run_cell(args, data, vocabulary, attention, recipe, seed):
+    import keras
+    import numpy as np
+
+    from keras_luong import AttentionCallback, BleuCallback, BucketedBatches, LuongSeq2Seq
+    from keras_luong.losses import SequenceLoss
+
+    config = settings(RECIPES[recipe])
+    keras.utils.set_random_seed(seed)
+    (train_src, train_tgt), (valid_src, valid_tgt) = data
+    encode = vocabulary.encode
+
+    def batches(sources, targets, shuffle):
+        return BucketedBatches(
+            [encode(s) for s in sources],
+            [encode(t) for t in targets],
+            tokens_per_batch=2048,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    train = batches(train_src, train_tgt, True)
+    valid = batches(valid_src, valid_tgt, False)
+    schedule = config["learning_rate"]
+    if config["warmup_steps"]:
+        schedule = keras.optimizers.schedules.CosineDecay(
+            0.0, 10**9, warmup_target=schedule, warmup_steps=config["warmup_steps"]
+        )
+    clip = {"variable": {"clipnorm": 5.0}, "global": {"global_clipnorm": 5.0}, None: {}}
+    optimizer = keras.optimizers.Adam(schedule, **clip[config["clip"]])
+    if config["loss"] == "keras":
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    else:
+        loss = SequenceLoss(label_smoothing=config["label_smoothing"])
+    initializer = "glorot_uniform" if config["init"] == "glorot-output" else None
+    model = LuongSeq2Seq(
+        len(vocabulary),
+        len(vocabulary),
+        units=256,
+        embedding_dim=128,
+        dropout=config["dropout"],
+        output_initializer=initializer,
+        **ATTENTIONS[attention],
+    )
+    model.set_vocabularies(vocabulary, vocabulary)
+    model.compile(optimizer, loss, metrics=[keras.metrics.SparseCategoricalAccuracy("acc")])
+    if config["init"] and config["init"] != "glorot-output":
+        model((np.ones((1, 2), "int32"), np.ones((1, 2), "int32")))
+        rng = np.random.default_rng(seed)
+        for variable in model.trainable_variables:
+            value = rng.uniform(-config["init"], config["init"], variable.shape)
+            variable.assign(value.astype(variable.dtype))
+
+    # The alignments of fixed validation pairs, padded to one shape.
+    pairs = [(encode(s), [1, *encode(t)]) for s, t in zip(valid_src, valid_tgt, strict=True)]
+    source = np.zeros((len(pairs), max(len(s) for s, _ in pairs)), "int32")
+    target_in = np.zeros((len(pairs), max(len(t) for _, t in pairs)), "int32")
+    for row, (s, t) in enumerate(pairs):
+        source[row, : len(s)], target_in[row, : len(t)] = s, t
+    callbacks = [
+        AttentionCallback(source, target_in, batch_size=100),
+        BleuCallback(valid_src, valid_tgt, frequency=args.epochs, verbose=0),
+    ]
+    if config["patience"] is not None:
+        callbacks.append(
+            keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=config["patience"])
+        )
+    started = time.perf_counter()
+    history = model.fit(
+        train, validation_data=valid, epochs=args.epochs, callbacks=callbacks, verbose=2,
+        shuffle=False,
+    )  # fmt: skip
+    logs = history.history
+    diagonal = logs["val_attention_diagonal"]
+    lock_on = next((e + 1 for e, d in enumerate(diagonal) if d >= args.lock_on), None)
+    return {
+        "corpus": args.corpus,
+        "train_pairs": len(train_src),
+        "attention": attention,
+        "recipe": recipe,
+        "seed": seed,
+        "epochs": args.epochs,
+        "backend": keras.backend.backend(),
+        "loss": logs["loss"],
+        "val_loss": logs["val_loss"],
+        "val_acc": logs["val_acc"],
+        "entropy": logs["val_attention_entropy"],
+        "diagonal": diagonal,
+        "lock_on": lock_on,
+        "bleu": logs["val_bleu"][-1],
+        "length_ratio": logs["val_bleu_length_ratio"][-1],
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def table(path):
+    rows = [json.loads(line) for line in open(path)]
+    print(
+        "| corpus | attention | recipe | seed | lock-on epoch | diagonal by epoch "
+        "| val acc by epoch | BLEU | len ratio | min |"
+    )
+    print("|---|---|---|---:|---:|---|---|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['corpus']} {r['train_pairs']} | {r['attention']} | {r['recipe']} | "
+            f"{r['seed']} | {r['lock_on'] or '-'} | "
+            f"{' '.join(f'{d:.2f}' for d in r['diagonal'])} | "
+            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {r['bleu']:.2f} | "
+            f"{r['length_ratio']:.2f} | {r['seconds'] / 60:.1f} |"
+        )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.table:
+        table(args.table)
+        return
+    from keras_luong import SubwordVocabulary
+
+    data = corpus(args.data, args.corpus, args.train_pairs, args.valid_pairs)
+    (train_src, train_tgt), _ = data
+    vocabulary = SubwordVocabulary.train(
+        train_src + train_tgt, vocabulary_size=args.vocabulary_size, seed=0
+    )
+    for attention in args.attentions.split(","):
+        for recipe in args.recipes.split(","):
+            for seed in (int(s) for s in args.seeds.split(",")):
+                result = run_cell(args, data, vocabulary, attention, recipe, seed)
+                with open(args.output, "a") as out:
+                    out.write(json.dumps(result) + "\n")
+                print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
