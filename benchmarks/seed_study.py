@@ -33,7 +33,7 @@ RECIPES = {
     "no-clip": {"clip": None},
     "no-smoothing": {"label_smoothing": 0.0},
     "lr-1e-3": {"learning_rate": 1e-3},
-    "warmup": {"warmup_steps": 400},
+    "warmup": {"warmup_steps": 250},
     "patience-3": {"patience": 3},
     "no-dropout": {"dropout": 0.0},
     # Every parameter uniform in ±0.1 (OpenNMT-py's param_init, the paper's).

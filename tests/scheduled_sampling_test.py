@@ -76,7 +76,7 @@ def test_probability_zero_is_teacher_forcing(options):
 def test_probability_one_with_the_argmax_is_greedy_decoding(options):
     """Each step then reads the argmax of the step before (padding and the start id never
     predicted), which is what greedy decoding feeds itself for as many steps."""
-    model = make_model(**options)
+    model = make_model(seed=13, **options)  # a seed whose greedy outputs vary on every backend
     model.sampling_probability.assign(1.0)
     source = np.array([[4, 5, 6, 7, 8], [5, 8, 9, 4, 5], [10, 3, 0, 0, 0]], "int32")
     target_in = np.ones((3, 6), "int32")  # only the first, the start id, is read
