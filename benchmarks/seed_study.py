@@ -164,11 +164,9 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
             variable.assign(value.astype(variable.dtype))
 
     # The alignments of fixed validation pairs, padded to one shape.
-    pairs = [(encode(s), [1, *encode(t)]) for s, t in zip(valid_src, valid_tgt, strict=True)]
-    source = np.zeros((len(pairs), max(len(s) for s, _ in pairs)), "int32")
-    target_in = np.zeros((len(pairs), max(len(t) for _, t in pairs)), "int32")
-    for row, (s, t) in enumerate(pairs):
-        source[row, : len(s)], target_in[row, : len(t)] = s, t
+    pad = keras.utils.pad_sequences
+    source = pad([encode(s) for s in valid_src], padding="post")
+    target_in = pad([[1, *encode(t)] for t in valid_tgt], padding="post")
     callbacks = [
         AttentionCallback(source, target_in, batch_size=100),
         BleuCallback(valid_src, valid_tgt, frequency=args.epochs, verbose=0),

@@ -10,7 +10,21 @@ from keras_luong.checks import check_integer, check_texts
 from keras_luong.evaluation import corpus_bleu
 
 
-class BleuCallback(keras.callbacks.Callback):
+class EveryFrequencyEpochs(keras.callbacks.Callback):
+    """A callback whose work runs every `self.frequency` epochs and after the last one, as
+    Keras' `validation_freq` runs validation."""
+
+    last_epoch = None
+
+    def on_train_begin(self, logs=None):
+        self.last_epoch = self.params.get("epochs") if self.params else None
+
+    def due(self, epoch):
+        """Whether the work runs at the end of `epoch` (0-based)."""
+        return not (epoch + 1) % self.frequency or epoch + 1 == self.last_epoch
+
+
+class BleuCallback(EveryFrequencyEpochs):
     """Translates held-out sentences every `frequency` epochs and logs their corpus BLEU.
 
     The score goes into the epoch's `logs` under `name` (`"val_bleu"` by default), and the
@@ -98,10 +112,6 @@ class BleuCallback(keras.callbacks.Callback):
         self.name = name
         self.batch_size = batch_size
         self.verbose = verbose
-        self.last_epoch = None
-
-    def on_train_begin(self, logs=None):
-        self.last_epoch = self.params.get("epochs") if self.params else None
 
     def score(self):
         """Translates the sources with the model and returns their corpus BLEU, a `BleuScore`
@@ -117,7 +127,7 @@ class BleuCallback(keras.callbacks.Callback):
         return corpus_bleu(hypotheses, self.references, tokenize=self.tokenize, return_details=True)
 
     def on_epoch_end(self, epoch, logs=None):
-        if (epoch + 1) % self.frequency and epoch + 1 != self.last_epoch:
+        if not self.due(epoch):
             return
         started = time.perf_counter()
         bleu = self.score()
@@ -201,7 +211,7 @@ def alignment_statistics(weights, source_mask, target_mask):
     return {"entropy": mean_entropy, "diagonal": diagonal}
 
 
-class AttentionCallback(keras.callbacks.Callback):
+class AttentionCallback(EveryFrequencyEpochs):
     """Logs how the model attends on held-out pairs, every `frequency` epochs: whether its
     attention has locked on to the source.
 
@@ -266,10 +276,6 @@ class AttentionCallback(keras.callbacks.Callback):
         self.batch_size = check_integer("batch_size", batch_size)
         self.name = name
         self.verbose = verbose
-        self.last_epoch = None
-
-    def on_train_begin(self, logs=None):
-        self.last_epoch = self.params.get("epochs") if self.params else None
 
     def statistics(self):
         """`alignment_statistics` of the model's alignments on the pairs, now."""
@@ -285,7 +291,7 @@ class AttentionCallback(keras.callbacks.Callback):
         return alignment_statistics(np.concatenate(weights), self.source != 0, self.target_in != 0)
 
     def on_epoch_end(self, epoch, logs=None):
-        if (epoch + 1) % self.frequency and epoch + 1 != self.last_epoch:
+        if not self.due(epoch):
             return
         stats = self.statistics()
         if logs is not None:
