@@ -163,7 +163,7 @@ def alignment_statistics(weights, source_mask, target_mask):
         target_mask: `(B, T)` booleans, true at real target tokens.
 
     Returns:
-        A dict `{"entropy": float, "diagonal": float}`.
+        A dict of two floats, under the keys `"entropy"` and `"diagonal"`.
 
     Example:
 
