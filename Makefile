@@ -75,7 +75,7 @@ test: lint docs
 # and nothing else (no tests, no corpus).
 FRESH_VENV := $(CURDIR)/.cache/fresh-venv
 DIST := $(CURDIR)/.cache/dist
-VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' keras_luong/__init__.py)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' keras_luong/version.py)
 readme-venv: install
 	rm -rf $(FRESH_VENV) $(DIST)
 	$(PY) -m build --sdist --wheel --outdir $(DIST) . > $(DIST).log 2>&1 || (tail -20 $(DIST).log; exit 1)

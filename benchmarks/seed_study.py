@@ -36,7 +36,8 @@ RECIPES = {
     "warmup": {"warmup_steps": 250},
     "patience-3": {"patience": 3},
     "no-dropout": {"dropout": 0.0},
-    # Every parameter uniform in ±0.1 (OpenNMT-py's param_init, the paper's).
+    # Every weight uniform in ±0.1 (OpenNMT-py's param_init, the paper's):
+    # LuongSeq2Seq(initializer=keras.initializers.RandomUniform(-0.1, 0.1)).
     "uniform-init": {"init": 0.1},
     # The output layer's kernel as Keras' Dense starts it (Glorot), as before 0.3.0.
     "glorot-output": {"init": "glorot-output"},
@@ -112,7 +113,6 @@ def settings(recipe):
 
 def run_cell(args, data, vocabulary, attention, recipe, seed):
     import keras
-    import numpy as np
 
     from keras_luong import AttentionCallback, BleuCallback, BucketedBatches, LuongSeq2Seq
     from keras_luong.losses import SequenceLoss
@@ -144,24 +144,23 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         loss = SequenceLoss(label_smoothing=config["label_smoothing"])
-    initializer = "glorot_uniform" if config["init"] == "glorot-output" else None
+    initializers = {}
+    if config["init"] == "glorot-output":
+        initializers["output_initializer"] = "glorot_uniform"
+    elif config["init"]:  # every weight uniform in ±init, the model's own argument
+        bound = config["init"]
+        initializers["initializer"] = keras.initializers.RandomUniform(-bound, bound)
     model = LuongSeq2Seq(
         len(vocabulary),
         len(vocabulary),
         units=256,
         embedding_dim=128,
         dropout=config["dropout"],
-        output_initializer=initializer,
+        **initializers,
         **ATTENTIONS[attention],
     )
     model.set_vocabularies(vocabulary, vocabulary)
     model.compile(optimizer, loss, metrics=[keras.metrics.SparseCategoricalAccuracy("acc")])
-    if config["init"] and config["init"] != "glorot-output":
-        model((np.ones((1, 2), "int32"), np.ones((1, 2), "int32")))
-        rng = np.random.default_rng(seed)
-        for variable in model.trainable_variables:
-            value = rng.uniform(-config["init"], config["init"], variable.shape)
-            variable.assign(value.astype(variable.dtype))
 
     # The alignments of fixed validation pairs, padded to one shape.
     pad = keras.utils.pad_sequences

@@ -16,6 +16,7 @@ def _starting_the_command_line():
 
 
 if not _starting_the_command_line():
+    from keras_luong.alignments import register_alignment
     from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
     from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.base_attention import BaseLuongAttention
@@ -25,6 +26,7 @@ if not _starting_the_command_line():
     from keras_luong.global_attention import GlobalAttention
     from keras_luong.input_feeding_cell import InputFeedingCell
     from keras_luong.local_attention import LocalAttention
+    from keras_luong.location_attention import LocationSensitiveAttention
     from keras_luong.losses import SequenceLoss
     from keras_luong.monotonic_attention import MonotonicAttention
     from keras_luong.samplers import BeamSearchSampler, GreedySampler
@@ -32,7 +34,7 @@ if not _starting_the_command_line():
     from keras_luong.seq2seq import LuongSeq2Seq
     from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
 
-__version__ = "0.2.0"
+from keras_luong.version import __version__  # noqa: E402, F401
 
 __all__ = [
     "AttentionCallback",
@@ -48,6 +50,7 @@ __all__ = [
     "GreedySampler",
     "InputFeedingCell",
     "LocalAttention",
+    "LocationSensitiveAttention",
     "LuongDecoder",
     "LuongSeq2Seq",
     "MonotonicAttention",
@@ -55,6 +58,7 @@ __all__ = [
     "SequenceLoss",
     "SubwordVocabulary",
     "Vocabulary",
+    "register_alignment",
 ]
 
 
@@ -80,6 +84,7 @@ _MODULES = {
     "GreedySampler": "keras_luong.samplers",
     "InputFeedingCell": "keras_luong.input_feeding_cell",
     "LocalAttention": "keras_luong.local_attention",
+    "LocationSensitiveAttention": "keras_luong.location_attention",
     "LuongDecoder": "keras_luong.decoder",
     "LuongSeq2Seq": "keras_luong.seq2seq",
     "MonotonicAttention": "keras_luong.monotonic_attention",
@@ -87,4 +92,5 @@ _MODULES = {
     "SequenceLoss": "keras_luong.losses",
     "SubwordVocabulary": "keras_luong.vocabulary",
     "Vocabulary": "keras_luong.vocabulary",
+    "register_alignment": "keras_luong.alignments",
 }

@@ -1,65 +1,134 @@
-"""The attention layer a model builds for each `alignment` name: one table, so that the model
-never names an attention class."""
+"""The registry of alignment names: which attention layer a model builds for its `alignment`.
 
-from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
-from keras_luong.global_attention import GlobalAttention
-from keras_luong.local_attention import LocalAttention
-from keras_luong.monotonic_attention import MonotonicAttention
+A mechanism joins from its own file, so that `LuongSeq2Seq(alignment=name)` builds it with no
+other file edited:
 
+```
+@register_alignment("location")
+def make_location(units, **arguments):
+    return LocationSensitiveAttention(units, **arguments)
+```
 
-def _global(window, max_source_length, **arguments):
-    return GlobalAttention(max_source_length=max_source_length, **arguments)
+The model calls the factory with the attention's own arguments: `attentional_units`, `dropout`,
+`dtype`, `name` and its `attention_arguments`; and with each of `units` (the model's),
+`score_mode`, `window` and `max_source_length` that the factory's signature names. A factory
+that names no `score_mode` refuses one other than the default. The built-in names are
+`"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) and `"hard-monotonic"`, and
+under `score_mode="bahdanau"` (a variant registered with `score_mode=`) `"global"` and
+`"hard-monotonic"`.
+"""
 
+import inspect
 
-def _local(alignment):
-    def make(window, max_source_length, **arguments):
-        return LocalAttention(alignment=alignment, window=window, **arguments)
-
-    return make
-
-
-def _hard_monotonic(window, max_source_length, **arguments):
-    # Raffel et al.'s monotonic attention, trained on its expected alignment with noise,
-    # decoded hard.
-    return MonotonicAttention(
-        mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **arguments
-    )
-
-
-def _bahdanau(window, max_source_length, score_units, **arguments):
-    return BahdanauAttention(score_units, **arguments)
+# (name, score_mode variant or None) -> the factory of the layer.
+_FACTORIES = {}
+# What the model passes only to a factory whose signature names it.
+MODEL_ARGUMENTS = ("units", "score_mode", "window", "max_source_length")
+DEFAULT_SCORE_MODE = "general"
 
 
-def _bahdanau_hard_monotonic(window, max_source_length, score_units, **arguments):
-    return BahdanauMonotonicAttention(
-        score_units, mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **arguments
-    )
+def register_alignment(name, factory=None, *, score_mode=None):
+    """Registers an attention layer's factory as an alignment name of `LuongSeq2Seq`.
 
+    The model calls the factory with the attention's own arguments (`attentional_units`,
+    `dropout`, `dtype`, `name` and the model's `attention_arguments`) and with each of `units`
+    (the model's), `score_mode`, `window` and `max_source_length` that the factory's
+    signature names. A model saved with the name loads wherever the module that registers it
+    has been imported (as with any custom Keras object).
 
-# name -> a function of (window, max_source_length, **attention arguments) -> the layer.
-ATTENTION_FOR = {
-    "global": _global,
-    "monotonic": _local("monotonic"),
-    "predictive": _local("predictive"),
-    "hard-monotonic": _hard_monotonic,
-}
-ALIGNMENTS = tuple(ATTENTION_FOR)
-# With score_mode="bahdanau": Bahdanau's additive score, its `units` the model's.
-BAHDANAU_ATTENTION_FOR = {"global": _bahdanau, "hard-monotonic": _bahdanau_hard_monotonic}
+    Args:
+        name: The alignment name, for `LuongSeq2Seq(alignment=name)`.
+        factory: A function or a layer class that returns the attention layer. Without it,
+            `register_alignment` is a decorator.
+        score_mode: Optional: the factory serves `alignment=name` only for this score mode
+            (as `"bahdanau"` does, another class for the same alignment).
 
+    Returns:
+        The factory (the decorator, without `factory`).
 
-def make_attention(alignment, window=10, max_source_length=None, score_units=None, **arguments):
-    """The attention layer of `alignment` (one of `ALIGNMENTS`), with `arguments` (score mode,
-    attentional units, dropout, dtype, name). `score_mode="bahdanau"` gives Bahdanau's
-    attention, global or hard-monotonic, with `score_units` units (the attentional units
-    when `None`)."""
-    if arguments.get("score_mode") == "bahdanau":
-        arguments["score_units"] = score_units or arguments.get("attentional_units")
-        arguments.pop("score_mode")
-        if alignment not in BAHDANAU_ATTENTION_FOR:
+    Example:
+
+    >>> import keras
+    >>> from keras_luong import GlobalAttention, LuongSeq2Seq, register_alignment
+    >>> @register_alignment("scaled-global")
+    ... def make_scaled(score_mode, **arguments):
+    ...     return GlobalAttention(score_mode=score_mode, use_scale=True, **arguments)
+    >>> model = LuongSeq2Seq(10, 10, units=8, alignment="scaled-global", score_mode="dot")
+    >>> attention = model.decoder.cell.attention
+    >>> attention.use_scale, attention.score_mode
+    (True, 'dot')
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(
+            f"Expected an alignment name (a non-empty string). Received: name={name!r}"
+        )
+
+    def register(factory):
+        if not callable(factory):
             raise ValueError(
-                "Bahdanau's score is implemented for global and hard-monotonic attention. "
-                f"Received: alignment={alignment!r} with score_mode='bahdanau'"
+                f"Expected a factory (a function or a layer class) for alignment {name!r}. "
+                f"Received: factory={factory!r}"
             )
-        return BAHDANAU_ATTENTION_FOR[alignment](window, max_source_length, **arguments)
-    return ATTENTION_FOR[alignment](window, max_source_length, **arguments)
+        _FACTORIES[(name, score_mode)] = factory
+        return factory
+
+    return register if factory is None else register(factory)
+
+
+def registered_alignments():
+    """The registered alignment names, in the order they joined."""
+    return tuple(dict.fromkeys(name for name, _ in _FACTORIES))
+
+
+def make_attention(
+    alignment,
+    units=None,
+    score_mode=DEFAULT_SCORE_MODE,
+    window=10,
+    max_source_length=None,
+    **arguments,
+):
+    """The attention layer of the registered `alignment`, made by its factory (see the
+    module's docstring) with `arguments`."""
+    variant = score_mode if (alignment, score_mode) in _FACTORIES else None
+    with_variant = [name for name, v in _FACTORIES if v is not None and v == score_mode]
+    if variant is None and with_variant and any(n == alignment for n, _ in _FACTORIES):
+        raise ValueError(
+            f"The alignment {alignment!r} has no score_mode={score_mode!r} variant: "
+            f"score_mode={score_mode!r} is implemented for {', '.join(with_variant)}. "
+            f"Received: alignment={alignment!r}, score_mode={score_mode!r}"
+        )
+    if (alignment, variant) not in _FACTORIES:
+        raise ValueError(
+            "Invalid value for argument alignment. Expected one of "
+            f"{registered_alignments()} (or a name joined with register_alignment). "
+            f"Received: alignment={alignment!r}"
+        )
+    factory = _FACTORIES[(alignment, variant)]
+    model_arguments = {
+        "units": units,
+        "score_mode": score_mode,
+        "window": window,
+        "max_source_length": max_source_length,
+    }
+    named = _named_parameters(factory)
+    if variant is not None:
+        named.discard("score_mode")
+    if "score_mode" not in named and variant is None and score_mode != DEFAULT_SCORE_MODE:
+        raise ValueError(
+            f"The alignment {alignment!r} takes no score_mode. Received: score_mode={score_mode!r}"
+        )
+    for key, value in model_arguments.items():
+        if key in named:
+            arguments.setdefault(key, value)
+    return factory(**arguments)
+
+
+def _named_parameters(factory):
+    """The names a factory's signature lists (a class: its `__init__`'s), `**kwargs` aside."""
+    signature = inspect.signature(factory)
+    return {
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+    }

@@ -7,7 +7,7 @@ import warnings
 import keras
 from keras import ops
 
-from keras_luong.base_attention import BaseLuongAttention
+from keras_luong.attention_protocol import attention_state_spec, check_attention
 from keras_luong.checks import check_rank
 from keras_luong.loops import step_call
 
@@ -32,13 +32,8 @@ class AttentionCell(keras.layers.Layer):
                 "Invalid value for argument cell. Expected a Keras RNN cell (a layer with a "
                 f"state_size, such as keras.layers.LSTMCell). Received: cell={cell!r}"
             )
-        if not isinstance(attention, BaseLuongAttention):
-            raise ValueError(
-                "Invalid value for argument attention. Expected a keras_luong attention layer "
-                f"(a BaseLuongAttention). Received: attention={attention!r}"
-            )
         self.cell = cell
-        self.attention = attention
+        self.attention = check_attention(attention)
         self.supports_masking = True
 
     @property
@@ -177,7 +172,7 @@ class AttentionCell(keras.layers.Layer):
             keras.KerasTensor((batch_size, size), self.compute_dtype)
             for size in [*self.cell_state_size, *self.carried_sizes]
         ]
-        return states + self.attention.state_spec(batch_size, source_length)
+        return states + attention_state_spec(self.attention, batch_size, source_length)
 
     def compute_output_spec(
         self,

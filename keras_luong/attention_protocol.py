@@ -1,10 +1,28 @@
 """How every keras-luong attention layer is called, and the protocol of attention with state.
 
-An attention that keeps a state from one decoding step to the next (monotonic attention's
-previous alignment) declares it as Keras' RNN cells declare theirs: `state_size`, and
-`get_initial_state(batch_size, memory)`; its call takes `initial_state=` and returns the next
-state with `return_state=True`. The cell, the decoder and the generator carry that state with
-the RNN's, without knowing what it means.
+**The protocol.** `AttentionCell`, the decoders and generation take any layer that does the
+following; they check it by what it has (`check_attention`), not by its class:
+
+- `prepare(value, value_mask=None) -> memory`: everything about one source computed once, a
+  dict holding at least `"value"` `(B, S, d_v)` (and `"mask"` `(B, S)` where given).
+- `state_size`: the sizes of the states kept from one decoding step to the next, as Keras'
+  RNN cells declare theirs (`None`: one value per source position; `()` for none).
+- `get_initial_state(batch_size, memory) -> list`: the state before the first step, one
+  `(batch_size, size)` float32 tensor per entry of `state_size`. `batch_size` is always the
+  number of rows of the memory it is given: generation prepares a memory of one row per source
+  for the initial state, and the sampler repeats the state per beam with the rest of its cache.
+- `__call__(query, memory=memory, initial_state=state, step=t, training=...,
+  return_attention_scores=True, return_state=True) -> (output, weights, state)`, the query
+  `(B, d_q)` for one step or `(B, T, d_q)` for all (then with `query_mask=` `(B, T)`: the
+  state stays as it was at masked steps), the weights `(B[, T], S)`. The output is `h̃`
+  where the layer has `attentional_units`, else the context.
+
+A layer with state writes only its one step, `step_call(query, memory, state, step, training,
+draws) -> (output, weights, next_state)` for a `(B, d_q)` query; `attend_steps` (the default
+`attend` of `BaseLuongAttention` for an attention with state) owns the loop over the query's
+time axis, the query mask included, as Keras' RNN owns the loop over its cell. A layer without
+state attends to all steps at once in its own `attend` (one batched call: what makes the
+decoder without input feeding fast).
 """
 
 import collections
@@ -20,6 +38,43 @@ from keras_luong.checks import (
     check_rank,
     shape_matches,
 )
+from keras_luong.loops import keep_where, masked_scan
+
+# What an attention layer must have for the cell, the decoders and generation to use it
+# (besides `build(query_shape, value_shape)`, which every Keras layer has).
+PROTOCOL = ("prepare", "state_size", "get_initial_state")
+
+
+def check_attention(attention, name="attention"):
+    """Checks that `attention` follows the protocol by what it has, not by its class.
+
+    Args:
+        attention: The layer to check: a Keras layer with `prepare`, `state_size` and
+            `get_initial_state` (see above).
+        name: The argument's name in the error. Defaults to `"attention"`.
+
+    Returns:
+        `attention` itself; a `ValueError` naming what it lacks otherwise.
+    """
+    missing = [method for method in PROTOCOL if not hasattr(attention, method)]
+    if not isinstance(attention, keras.layers.Layer) or missing:
+        lacks = f" (it has no {', '.join(missing)})" if missing else ""
+        raise ValueError(
+            f"Invalid value for argument {name}. Expected an attention layer: a Keras layer "
+            f"with {', '.join(PROTOCOL)} (see keras_luong.attention_protocol){lacks}. "
+            f"Received: {name}={attention!r}"
+        )
+    return attention
+
+
+def attention_state_spec(attention, batch_size, source_length):
+    """The symbolic states of `attention`: `KerasTensor`s shaped as `get_initial_state`
+    returns them, from its `state_size`."""
+    return [
+        keras.KerasTensor((batch_size, source_length if size is None else size), "float32")
+        for size in attention.state_size
+    ]
+
 
 # What `attend` returns: the output `(B, T, d)`, the weights `(B, T, S)` (only when asked
 # for, else `None`), the aligned positions `(B, T)` (`None` where the layer has none) and the
@@ -36,17 +91,61 @@ class AttentionProtocol:
     state_size = ()
 
     def get_initial_state(self, batch_size, memory):
-        """The state before the first decoding step, for a prepared `memory` (a list of
-        float32 tensors, one per entry of `state_size`; empty here). Only the memory's source
-        length is read, so a memory prepared for beam search serves too."""
+        """The state before the first decoding step, for a prepared `memory` of `batch_size`
+        rows (a list of float32 tensors, one per entry of `state_size`; empty here)."""
         return []
+
+    def step_call(self, query, memory, state, step=None, training=None, draws=None):
+        """One decoding step of an attention with state: a query `(B, d_q)` and the state
+        before the step give the output `(B, d)`, the weights `(B, S)` and the state after.
+        `step` is the step's index, `draws` `(B, ...)` the step's random draws made ahead (see
+        `draw_ahead`) or `None`. The subclass writes this; `attend_steps` loops over it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} declares a state (state_size={self.state_size!r}), so it "
+            "implements step_call(query, memory, state, step, training, draws)"
+        )
+
+    def attend_steps(
+        self, query, memory, state, query_mask=None, step=None, training=None, draws=None
+    ):
+        """`step_call` over the time axis of a query `(B, T, d_q)`: returns an `Attended`.
+        Where `query_mask` `(B, T)` is False the state stays as it was (the output there is
+        zeroed by the call). One step runs without a loop."""
+        if query.shape[1] == 1:
+            output, weights, new_state = self.step_call(
+                query[:, 0], memory, state, step, training, None if draws is None else draws[:, 0]
+            )
+            new_state = list(new_state)
+            if query_mask is not None:
+                new_state = keep_where(query_mask, new_state, state)
+            return Attended(output[:, None], weights[:, None], None, new_state)
+        batch, source_length = ops.shape(memory["value"])[0], ops.shape(memory["value"])[1]
+        if draws is None:
+            # Drawn here, not in the loop: a random draw inside a compiled JAX loop leaks.
+            draws = self.dropout_mask(batch, query.shape[1], source_length, training)
+        width = self.compute_output_shape(query.shape, memory["value"].shape)[-1]
+        outputs_like = [
+            ops.zeros((batch, width), self.compute_dtype),
+            ops.zeros((batch, source_length), "float32"),
+        ]
+
+        def one_step(inputs, states, t):
+            query_t, draws_t = inputs if draws is not None else (inputs, None)
+            at = t if step is None else step + t
+            output, weights, new_state = self.step_call(
+                query_t, memory, list(states), at, training, draws_t
+            )
+            return [output, weights], list(new_state)
+
+        inputs = query if draws is None else (query, draws)
+        (output, weights), last = masked_scan(
+            one_step, list(state), inputs, query_mask, outputs_like
+        )
+        return Attended(output, weights, None, list(last))
 
     def state_spec(self, batch_size, source_length):
         """The symbolic states: `KerasTensor`s shaped as `get_initial_state` returns them."""
-        return [
-            keras.KerasTensor((batch_size, source_length if size is None else size), "float32")
-            for size in self.state_size
-        ]
+        return attention_state_spec(self, batch_size, source_length)
 
     def draw_ahead(self, memory, steps, training=None):
         """The memory with every random draw of `steps` one-step calls made ahead (under

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_luong.alignments import register_alignment
 from keras_luong.checks import check_integer
 from keras_luong.global_attention import GlobalAttention
 from keras_luong.monotonic_attention import MonotonicAttention
@@ -257,3 +258,18 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
             kernel_regularizer=kernel_regularizer,
             **kwargs,
         )
+
+
+@register_alignment("global", score_mode="bahdanau")
+def make_bahdanau_attention(units, **arguments):
+    """`LuongSeq2Seq(score_mode="bahdanau")`'s attention: the additive score's `units` the
+    model's."""
+    return BahdanauAttention(units, **arguments)
+
+
+@register_alignment("hard-monotonic", score_mode="bahdanau")
+def make_bahdanau_hard_monotonic_attention(units, **arguments):
+    """`LuongSeq2Seq(alignment="hard-monotonic", score_mode="bahdanau")`'s attention."""
+    return BahdanauMonotonicAttention(
+        units, mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **arguments
+    )

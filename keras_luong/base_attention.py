@@ -226,14 +226,19 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
 
     # -- the pieces subclasses put together -------------------------------------------------
 
-    def score(self, query, keys):
+    def score(self, query, keys, state=None):
         """Scores `query` `(B, T, d_q)` against `keys`: `(B, S, d_k)`, shared by all steps, gives
-        `(B, T, S)`; `(B, T, W, d_k)`, a window per step, gives `(B, T, W)`."""
+        `(B, T, S)`; `(B, T, W, d_k)`, a window per step, gives `(B, T, W)`. `state`, the
+        attention's state before the step, reaches a score mode that reads it."""
         if keras.backend.standardize_dtype(query.dtype) == "float16":
             # A dot product of float16 states overflows float16's range (65504) long before
             # the float32 softmax: score in float32.
             query, keys = ops.cast(query, "float32"), ops.cast(keys, "float32")
-        scores_ = self._score_entry.score(self, query, keys)
+        entry = self._score_entry
+        if entry.reads_state:
+            scores_ = entry.score(self, query, keys, state=state)
+        else:
+            scores_ = entry.score(self, query, keys)
         if self.scale is not None:
             scores_ = scores_ * ops.cast(self.scale, scores_.dtype)
         return scores_
@@ -296,8 +301,16 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         """Attends a query `(B, T, d_q)` to a prepared memory from the attention's `state`
         before the first step; returns an `Attended`. An attention with state keeps it
         unchanged at steps where `query_mask` `(B, T)` is False. `draws` `(B, T, ...)`, drawn
-        ahead by `dropout_mask()`, replace the random draws."""
-        raise NotImplementedError
+        ahead by `dropout_mask()`, replace the random draws.
+
+        Here: an attention with state runs its `step_call` over the steps (`attend_steps`);
+        one without state overrides this to attend to all steps at once."""
+        if self.state_size:
+            return self.attend_steps(query, memory, state, query_mask, step, training, draws)
+        raise NotImplementedError(
+            f"{type(self).__name__} implements attend(), or declares a state_size and "
+            "implements step_call()"
+        )
 
     def _candidates(self, source_length):
         """How many source positions one query step scores: `S` here, the window's `2D + 1`

@@ -220,7 +220,18 @@ class TokenIdChecks:
     """A `keras.Model` mixin: `fit`, `evaluate` and `predict` check the token ids they are
     given as arrays first (`self._check_data(x, y)`): out-of-range ids would give NaN on JAX
     and a backend error elsewhere. A `tf.data.Dataset` or generator is passed through
-    unchecked (Keras reads it lazily)."""
+    unchecked (Keras reads it lazily). The model has `source_vocabulary_size` and
+    `target_vocabulary_size`, and takes `(source, target_in)` (a tuple or a dict)."""
+
+    def _check_data(self, x, y=None):
+        """Checks the token ids of `(source, target_in)` and `y` given as arrays."""
+        if isinstance(x, dict):
+            x = (x.get("source"), x.get("target_in"))
+        if isinstance(x, (tuple, list)) and len(x) == 2:
+            source, target_in = x
+            check_token_ids("source", source, self.source_vocabulary_size, rank=2)
+            check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
+        check_token_ids("y", y, self.target_vocabulary_size)  # (B, T) or (B, T, 1)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the token ids checked first."""

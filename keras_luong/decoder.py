@@ -129,7 +129,9 @@ class AttentionDecoder(keras.layers.Layer):
         `input_size` (Keras' RNN does the same for its cells)."""
         first = keras.tree.flatten(inputs)[0]
         batch, steps = ops.shape(first)[0], ops.shape(first)[1]
-        memory = self.attention.draw_ahead(memory, steps, training)
+        draw_ahead = getattr(self.attention, "draw_ahead", None)  # optional in the protocol
+        if draw_ahead is not None:
+            memory = draw_ahead(memory, steps, training)
         width = self.cell.rnn_input_size(input_size)
         cell_inputs_like = ops.zeros((batch, width), self.compute_dtype)
         cell_states = states[: len(self.cell.cell_state_size)]

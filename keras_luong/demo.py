@@ -16,9 +16,11 @@ import sys
 import textwrap
 import time
 
+import keras_luong.seq2seq  # noqa: F401, E402 (its import registers the alignment names)
+
 # Already imported with the package (`python -m keras_luong.demo` runs its __init__ first).
+from keras_luong.alignments import registered_alignments
 from keras_luong.global_attention import GlobalAttention
-from keras_luong.seq2seq import ALIGNMENTS
 
 
 def parse_args(argv=None):
@@ -31,7 +33,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--alignment",
         default="global",
-        choices=ALIGNMENTS,
+        choices=registered_alignments(),
         help="global attention, local-m (monotonic) or local-p (predictive)",
     )
     parser.add_argument(

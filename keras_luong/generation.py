@@ -1,17 +1,5 @@
-"""Generation for `LuongSeq2Seq`: the generator model that runs a sampler over the decoder, the
-bounded cache of compiled generators kept on a model, `generate`, `translate` and the
-SavedModel export of the decoding loop.
-
-The model keeps one `Seq2SeqGenerator` per decoding setting: the maximum length, the stop
-tokens, and the sampler's class and config (two equal samplers share one compiled function).
-In-memory inputs go to the compiled function batch by batch (`predict_on_batch`), with no
-per-call input pipeline; a generator is kept only once a call through it has succeeded.
-"""
-
-import collections
-import json
-import numbers
-import sys
+"""Generation for `LuongSeq2Seq`: `compile(sampler=...)`, `generate`, `translate` and the
+SavedModel export of the decoding loop, over the compiled generators of `generator.py`."""
 
 import keras
 import numpy as np
@@ -19,166 +7,111 @@ from keras import ops
 
 from keras_luong import samplers
 from keras_luong.batching import length_sorted_batches
-from keras_luong.checks import MASKED_SCORE, check_integer, check_texts, check_token_ids
-from keras_luong.compat import resolve_sampler
-from keras_luong.samplers import pad_after_end
+from keras_luong.checks import check_integer, check_texts, check_token_ids
+from keras_luong.generator import (  # noqa: F401 (their home before generator.py)
+    MAX_LENGTH,
+    PROVIDED,
+    UNSUPPORTED_SAMPLERS,
+    GeneratorCache,
+    Seq2SeqGenerator,
+    check_supported,
+    default_max_length,
+    generated_alignments,
+    get_generator,
+    length_bucket,
+    row_bound,
+    sampler_key,
+    sampler_needs,
+)
 from keras_luong.vocabulary_assets import check_vocabulary_size
-
-MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
-
-
-class Seq2SeqGenerator(keras.Model):
-    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a sampler over
-    `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
-    memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
-
-    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=False, **kwargs):
-        super().__init__(**kwargs)
-        self.seq2seq = seq2seq
-        self.max_length = max_length
-        self.sampler = sampler
-        self.stop_token_ids = tuple(stop_token_ids)
-        # Each row ends by its own source's bound (`default_max_length` of its tokens): from
-        # that position on its only possible token is the first stop token. One generator
-        # then serves sources of every length, the buffers sized by `max_length`.
-        self.row_bounds = bool(row_bounds) and bool(self.stop_token_ids)
-        # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
-        # torch stays eager (its compile takes minutes).
-        self.jit_compile = keras.backend.backend() != "torch"
-
-    def call(self, source):
-        model = self.seq2seq
-        batch = ops.shape(source)[0]
-        value, value_mask, cell_states = model.encode(source)
-        beams = getattr(self.sampler, "num_beams", 1)
-        if beams > 1:
-            # The sampler repeats the prompt and the cache per beam; the memory is prepared
-            # from the repeated value (see `BaseLuongAttention.prepare`).
-            value = ops.repeat(value, beams, axis=0)
-            value_mask = ops.repeat(value_mask, beams, axis=0)
-        memory = model.decoder.prepare(value, value_mask)
-        # One state per source (the sampler repeats it per beam), the attention's included.
-        states = model.decoder.get_initial_state(batch, cell_states, memory)
-        # Padding and the start token are never generated: fed back, they would be read as
-        # padding or as a new sentence.
-        ids = ops.arange(model.target_vocabulary_size)
-        never = ops.logical_or(ids == 0, ids == model.start_token)
-        # Added to the logits rather than a `where`: XLA fuses an add into the output
-        # layer's result once, where a select was recomputed by each reader of the logits
-        # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
-        # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
-        never_bias = ops.where(never, MASKED_SCORE, 0.0)
-        if self.row_bounds:  # (rows,): the memory's rows, repeated per beam
-            tokens = ops.sum(ops.cast(value_mask, "int32"), axis=1)
-            bounds = row_bound(tokens)
-            only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
-
-        # A sampler with a coverage penalty reads each step's attention from the cache.
-        keep_attention = getattr(self.sampler, "needs_attention", False)
-
-        def next(prompt, cache, index):
-            token = prompt[:, index - 1]
-            states = cache["states"] if keep_attention else cache
-            # The logits in float32 (so that the mask constant fits under mixed precision
-            # too), plus never_bias.
-            logits, attentional, states, *weights = model.next_token_logits(
-                token,
-                list(states),
-                memory,
-                index - 1,
-                return_attention_scores=keep_attention,
-                logits_bias=never_bias,
-            )
-            if self.row_bounds:  # the position generated now is index - 1
-                ended = ops.greater_equal(index - 1, bounds)[:, None]
-                logits = ops.where(ended, only_stop[None], logits)
-            if keep_attention:
-                attention = ops.cast(weights[0], "float32")
-                return logits, attentional, {"states": tuple(states), "attention": attention}
-            return logits, attentional, tuple(states)
-
-        start = ops.full((batch, 1), model.start_token, dtype="int32")
-        prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
-        cache = tuple(states)
-        if keep_attention:
-            attention = ops.zeros((batch, ops.shape(value)[1]), "float32")
-            cache = {"states": cache, "attention": attention}
-        outputs = self.sampler(
-            next,
-            prompt,
-            cache=cache,
-            index=1,
-            stop_token_ids=self.stop_token_ids or None,
-            model=self,
-        )
-        if isinstance(outputs, tuple):  # all beams, with their scores
-            prompts, scores = outputs
-            return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
-        return pad_after_end(outputs[:, 1:], self.stop_token_ids)
-
-    def generate(self, source, batch_size):
-        """Runs the compiled generator on int32 source ids, `batch_size` rows at a time."""
-        if source.shape[0] == 0:
-            return self._empty_output()
-        outputs = [
-            self.predict_on_batch(source[start : start + batch_size])
-            for start in range(0, source.shape[0], batch_size)
-        ]
-        if isinstance(outputs[0], tuple):
-            return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
-        return np.concatenate(outputs)
-
-    def _empty_output(self):
-        if getattr(self.sampler, "return_all_beams", False):
-            beams = self.sampler.num_beams
-            return np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
-        return np.zeros((0, self.max_length), "int32")
-
-
-# keras-hub's samplers that a sequence-to-sequence decoder cannot run, and why.
-UNSUPPORTED_SAMPLERS = {
-    "ContrastiveSampler": "contrastive search runs the decoder on k candidates per row after a "
-    "first step on the rows alone, so the source memory would be needed at two batch sizes",
-    "SpeculativeSampler": "speculative decoding needs a draft model, which a LuongSeq2Seq "
-    "does not have",
-}
-
-
-def check_supported(sampler):
-    """Refuses keras-hub's samplers that cannot decode a sequence-to-sequence model."""
-    keras_hub = sys.modules.get("keras_hub")
-    for name, reason in UNSUPPORTED_SAMPLERS.items():
-        cls = getattr(getattr(keras_hub, "samplers", None), name, None)
-        if cls is not None and isinstance(sampler, cls):
-            raise ValueError(
-                f"Invalid value for argument sampler: keras-hub's {name} is not supported "
-                f"({reason}). keras-luong's GreedySampler and BeamSearchSampler, and keras-hub's "
-                "GreedySampler, BeamSampler, RandomSampler, TopKSampler and TopPSampler are. "
-                f"Received: sampler={name}"
-            )
-
-
-def default_max_length(lengths):
-    """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
-    return int(1.5 * max(lengths, default=0)) + 10
-
-
-def row_bound(tokens):
-    """`default_max_length` of each row's source tokens `(rows,)`, as int32 tensor ops."""
-    return (ops.cast(tokens, "int32") * 3) // 2 + 10
-
-
-def length_bucket(bound):
-    """The generator length that holds outputs of `bound` tokens: the next power of two (at
-    least 16), so that texts of any length share a few compiled generators."""
-    return max(16, 1 << (int(bound) - 1).bit_length())
 
 
 class GenerationMixin:
-    """Generation for a sequence-to-sequence `keras.Model` (`LuongSeq2Seq`): `compile`'s
-    `sampler`, `generate`, `translate`, `generator` and `export_generator`. The model provides
-    `encode`, `next_token_logits`, `decoder`, its vocabulary sizes, `start_token`,
-    `end_token` and a `GeneratorCache` as `generators`."""
+    """Generation for a sequence-to-sequence `keras.Model`: `compile`'s `sampler`, `generate`,
+    `translate`, `generator` and `export_generator`, for `LuongSeq2Seq` and for any model that
+    meets the generation contract.
+
+    **The generation contract.** A model decodes with every sampler (greedy, beam search
+    with its penalties, n-gram blocking, keras-hub's) when it has:
+
+    - `encode(source)`: source ids `(B, S)` to `(value, value_mask, states)`: the encoder
+      states `(B, S, d)`, their boolean mask `(B, S)` and the decoder's initial RNN states
+      (a list, each `(B, n)`).
+    - `decoder.prepare(value, value_mask)`: the memory the decoder attends to (a
+      `LuongDecoder` or `BahdanauDecoder` has it).
+    - `decoder.get_initial_state(batch_size, states, memory)`: every decoder state before
+      the first step, the attention's included, for a memory of `batch_size` rows.
+    - `next_token_logits(token, states, memory, step, return_attention_scores=False,
+      logits_bias=None)`: one step from the previous token `(rows,)` to `(logits, hidden,
+      new_states)` (and the step's attention weights `(rows, S)` if asked for); the logits
+      `(rows, V)` in float32, `logits_bias` `(V,)` added to them where given.
+    - `source_vocabulary_size` (source ids are checked against it), `target_vocabulary_size`,
+      `start_token` and `end_token`; and for `translate`, the
+      vocabularies (`VocabularyAssetsMixin.set_vocabularies`).
+    - `call((source, target_in), training=False, return_attention_scores=True)` returning
+      `(logits, weights)`, for the alignments of `generate(..., return_attention_scores=True)`.
+
+    Who repeats what per beam: the generator encodes each source once, makes the initial
+    states from a memory of one row per source, prepares a second memory from the value
+    repeated per beam, and hands the states to the sampler, which repeats its cache (the
+    states) per beam and reorders it as beams are kept; `next_token_logits` sees
+    `B × num_beams` rows. The compiled generators are kept in `generators` (made here on
+    first use if the model has none).
+
+    Example:
+
+    A model of one's own (a GRU encoder, an attention decoder, its projection), decoded
+    with beam search:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_luong import GlobalAttention, LuongDecoder
+    >>> class Tiny(GenerationMixin, keras.Model):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.source_vocabulary_size = self.target_vocabulary_size = 10
+    ...         self.start_token, self.end_token = 1, 2
+    ...         self.embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    ...         self.encoder = keras.layers.GRU(8, return_sequences=True, return_state=True)
+    ...         attention = GlobalAttention(attentional_units=8)
+    ...         self.decoder = LuongDecoder(keras.layers.GRUCell(8), attention)
+    ...         self.projection = keras.layers.Dense(10)
+    ...     def encode(self, source, training=None):
+    ...         mask = ops.not_equal(source, 0)
+    ...         value, state = self.encoder(self.embedding(source), mask=mask)
+    ...         return value, mask, [state]
+    ...     def call(self, inputs, training=None):
+    ...         source, target_in = inputs
+    ...         value, mask, states = self.encode(source)
+    ...         embedded = self.embedding(target_in)
+    ...         outputs = self.decoder(embedded, value, initial_state=states, value_mask=mask)
+    ...         return self.projection(outputs)
+    ...     def next_token_logits(
+    ...         self, token, states, memory, step, return_attention_scores=False,
+    ...         logits_bias=None,
+    ...     ):
+    ...         h, states, *weights = self.decoder.step(
+    ...             self.embedding(token), states, memory, step=step,
+    ...             return_attention_scores=return_attention_scores,
+    ...         )
+    ...         logits = ops.cast(self.projection(h), "float32")
+    ...         logits = logits if logits_bias is None else logits + logits_bias
+    ...         return (logits, h, states, *weights)
+    >>> ids = Tiny().generate(np.array([[4, 5, 6], [7, 8, 0]]), max_length=5, sampler="beam")
+    >>> ids.shape
+    (2, 5)
+    """
+
+    @property
+    def generators(self):
+        """The model's compiled generators (a `GeneratorCache`), one per decoding setting."""
+        cache = self.__dict__.get("_generator_cache")
+        if cache is None:
+            cache = GeneratorCache()
+            # Not through `setattr`: Keras would track the cache as model state.
+            self.__dict__["_generator_cache"] = cache
+        return cache
 
     def compile(self, optimizer="rmsprop", loss=None, *, sampler="greedy", **kwargs):
         """Configures the model for training and its default sampler, as keras-hub's
@@ -431,96 +364,3 @@ class GenerationMixin:
             input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
             verbose=False,
         )
-
-
-class GeneratorCache:
-    """The generators of one model, keyed by decoding setting, the most recently used kept
-    (at most `capacity`). Not a dict: Keras tracks the layers in a model's dicts as its
-    sublayers, and a generator holds the model, it is not part of it (nor of its `.keras`
-    file)."""
-
-    def __init__(self, capacity=8):
-        self.capacity = capacity
-        self._by_key = collections.OrderedDict()
-
-    def __len__(self):
-        return len(self._by_key)
-
-    def __contains__(self, key):
-        return key in self._by_key
-
-    def get(self, key, make):
-        """The generator kept under `key`, or a new one from `make()`, kept."""
-        if key in self._by_key:
-            self._by_key.move_to_end(key)
-            return self._by_key[key]
-        generator = self._by_key[key] = make()
-        while len(self._by_key) > self.capacity:
-            self._by_key.popitem(last=False)
-        return generator
-
-    def discard(self, key):
-        self._by_key.pop(key, None)
-
-    def clear(self):
-        self._by_key.clear()
-
-
-def sampler_key(sampler):
-    """What a compiled generator depends on of its sampler: its class and its config."""
-    config = sampler.get_config() if hasattr(sampler, "get_config") else {}
-    cls = type(sampler)
-    return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
-
-
-def get_generator(
-    model, max_length, sampler=None, stop_token_ids="auto", row_bounds=False, **legacy
-):
-    """`(generator, key)`: the model's generator for these settings, made and kept if new."""
-    max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
-    if sampler is None:  # the model's; the deprecated settings still start from greedy
-        sampler = "greedy" if legacy else model.sampler
-    sampler = resolve_sampler(sampler, legacy)
-    check_supported(sampler)
-    if not model.built:  # decoding an untrained model is valid (if useless): build it
-        ones = ops.ones((1, 1), "int32")
-        model((ones, ones))
-    if isinstance(stop_token_ids, str) and stop_token_ids == "auto":
-        stop_token_ids = (model.end_token,)
-    if isinstance(stop_token_ids, numbers.Integral) and not isinstance(stop_token_ids, bool):
-        stop_token_ids = (stop_token_ids,)  # one id
-    if stop_token_ids is not None and not isinstance(stop_token_ids, (list, tuple)):
-        raise ValueError(
-            "Invalid value for argument stop_token_ids. Expected 'auto', None, an id or a "
-            f"tuple of ids. Received: stop_token_ids={stop_token_ids!r}"
-        )
-    stop_token_ids = tuple(
-        check_integer("stop_token_ids", i, minimum=0) for i in (stop_token_ids or ())
-    )
-    if any(i >= model.target_vocabulary_size for i in stop_token_ids):
-        raise ValueError(
-            "Invalid value for argument stop_token_ids. Expected ids in [0, "
-            f"target_vocabulary_size={model.target_vocabulary_size}). "
-            f"Received: stop_token_ids={stop_token_ids!r}"
-        )
-    key = (max_length, stop_token_ids, bool(row_bounds), *sampler_key(sampler))
-    generator = model.generators.get(
-        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids, row_bounds)
-    )
-    return generator, key
-
-
-def generated_alignments(model, source, generated, max_length):
-    """The alignments of generated ids: the decoder re-run over its own output (step decoding
-    equals teacher forcing), zero after the end token."""
-    ids = generated[0] if isinstance(generated, tuple) else generated
-    flat = np.reshape(ids, (-1, max_length))
-    if flat.shape[0] == 0:
-        return np.zeros((*ids.shape, source.shape[1]), "float32")
-    repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
-    start = np.full((flat.shape[0], 1), model.start_token, dtype="int32")
-    target_in = np.concatenate([start, flat[:, :-1]], axis=1)
-    # Steps that generated padding are padding: their alignments are zeros.
-    target_in = np.where(flat == 0, 0, target_in)
-    _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
-    return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))

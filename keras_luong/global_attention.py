@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_luong.alignments import register_alignment
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_integer
@@ -166,3 +167,9 @@ class GlobalAttention(BaseLuongAttention):
         config = super().get_config()
         config["max_source_length"] = self.max_source_length
         return config
+
+
+@register_alignment("global")
+def make_global_attention(score_mode, max_source_length, **arguments):
+    """`LuongSeq2Seq(alignment="global")`'s attention."""
+    return GlobalAttention(score_mode=score_mode, max_source_length=max_source_length, **arguments)

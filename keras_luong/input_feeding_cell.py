@@ -91,7 +91,7 @@ class InputFeedingCell(AttentionCell):
         super().__init__(cell, attention, **kwargs)
         # Without attentional units the context is the attention, as wide as the value: known
         # once the attention is built (`build_attention`).
-        self.units = attention.attentional_units or None
+        self.units = getattr(attention, "attentional_units", None) or None
         self.input_feeding = input_feeding
         self.output_attention = bool(output_attention)
 

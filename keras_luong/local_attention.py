@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_luong.alignments import register_alignment
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import check_integer, check_number, check_one_of, check_step
@@ -364,3 +365,17 @@ class LocalAttention(BaseLuongAttention):
         if config.get("max_source_length", "absent") is None:
             del config["max_source_length"]
         return cls(**config)
+
+
+def _local(alignment):
+    def make_local_attention(score_mode, window, **arguments):
+        return LocalAttention(
+            alignment=alignment, window=window, score_mode=score_mode, **arguments
+        )
+
+    make_local_attention.__doc__ = f"`LuongSeq2Seq(alignment={alignment!r})`'s attention."
+    return make_local_attention
+
+
+for _alignment in LOCAL_ALIGNMENTS:
+    register_alignment(_alignment, _local(_alignment))

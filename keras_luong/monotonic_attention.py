@@ -2,10 +2,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_luong.attention_protocol import Attended
+from keras_luong.alignments import register_alignment
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_number, check_one_of, shape_matches
-from keras_luong.loops import masked_scan
 
 MODES = ("parallel", "recursive", "hard")
 
@@ -247,41 +246,16 @@ class MonotonicAttention(BaseLuongAttention):
             return ops.cast(scores > 0, "float32")
         return ops.sigmoid(scores)
 
-    def attend(
-        self,
-        query,
-        memory,
-        state,
-        query_mask=None,
-        step=None,
-        training=None,
-        return_attention_scores=False,
-        draws=None,
-    ):
+    def step_call(self, query, memory, state, step=None, training=None, draws=None):
         dropout_mask, noise = None, None
-        if draws is not None:  # see dropout_mask()
-            dropout_mask, noise = draws[:, :, 0], draws[:, :, 1]
+        if draws is not None:  # (B, 2, S): see dropout_mask()
+            dropout_mask, noise = draws[:, None, 0], draws[:, None, 1]
         (previous,) = state
-        probabilities = self.stop_probabilities(query, memory, training, noise)
-        mode = self._mode_for(training)
-        if query.shape[1] == 1:  # one decoding step: no loop
-            last = monotonic_alignment(probabilities[:, 0], previous, mode)
-            if query_mask is not None:
-                last = ops.where(query_mask, last, previous)
-            weights = last[:, None]
-        else:
-
-            def one_step(p_t, states, t):
-                alignment = monotonic_alignment(p_t, states[0], mode)
-                return [alignment], [alignment]
-
-            # The project's loop, not `ops.scan`: a TensorFlow scan has no gradient under
-            # XLA (see `masked_scan`). Masked query steps keep the alignment as it was.
-            (weights,), (last,) = masked_scan(
-                one_step, [previous], probabilities, query_mask, [ops.zeros_like(previous)]
-            )
-        context = self.combine(weights, memory["value"], training, dropout_mask)
-        return Attended(self.attentional_state(context, query), weights, None, [last])
+        probabilities = self.stop_probabilities(query[:, None], memory, training, noise)
+        alignment = monotonic_alignment(probabilities[:, 0], previous, self._mode_for(training))
+        context = self.combine(alignment[:, None], memory["value"], training, dropout_mask)
+        output = self.attentional_state(context[:, 0], query)
+        return output, alignment, [alignment]
 
     def get_config(self):
         config = super().get_config()
@@ -358,3 +332,16 @@ def affine_prefix_scan(multipliers, offsets):
         multipliers, offsets = compose(before, (multipliers, offsets))
         distance *= 2
     return multipliers, offsets
+
+
+@register_alignment("hard-monotonic")
+def make_hard_monotonic_attention(score_mode, **arguments):
+    """Raffel et al.'s monotonic attention, trained on its expected alignment with noise and
+    decoded hard: `LuongSeq2Seq(alignment="hard-monotonic")`'s attention."""
+    return MonotonicAttention(
+        mode="parallel",
+        inference_mode="hard",
+        sigmoid_noise=1.0,
+        score_mode=score_mode,
+        **arguments,
+    )

@@ -14,6 +14,22 @@ from keras import ops
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
 
 MODES = ("argmax", "sample")
+
+
+def check_arguments(scheduled_sampling, sampling_probability):
+    """`LuongSeq2Seq`'s `scheduled_sampling` (`None` or one of `MODES`) checked, and its
+    `sampling_probability` as a float in [0, 1]."""
+    if scheduled_sampling is not None:
+        check_one_of("scheduled_sampling", scheduled_sampling, MODES)
+    sampling_probability = check_number("sampling_probability", sampling_probability, 0.0)
+    if sampling_probability > 1:
+        raise ValueError(
+            "Invalid value for argument sampling_probability. Expected a probability in "
+            f"[0, 1]. Received: sampling_probability={sampling_probability!r}"
+        )
+    return sampling_probability
+
+
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 
 

@@ -15,6 +15,8 @@ where `"concat"` scores `v_a · tanh(W_q h_t + W_k h̄_s)`, `v_a` being its `sco
 (`GlobalAttention` adds `"location"`, `softmax(W_a h_t)`, which needs the whole source.)
 """
 
+import inspect
+
 import keras
 from keras import ops
 
@@ -25,7 +27,10 @@ class ScoreMode:
     Args:
         score: `score(layer, query, keys)`: `query` `(B, T, d_q)`, `keys` `(B, S, d_k)` (every
             step scores the whole source) or `(B, T, W, d_k)` (a window per step); returns
-            `(B, T, S)` or `(B, T, W)` scores.
+            `(B, T, S)` or `(B, T, W)` scores. A score that also names `state`,
+            `score(layer, query, keys, state)`, is given the attention's state before the
+            step (the list `get_initial_state` starts; a layer with state scores one step at
+            a time, `T = 1`).
         weights: Optional `weights(layer, query_dim, value_dim)`: a dict of kernel names and
             shapes, created in that order. A kernel named `key_kernel` projects the keys.
         query_side: Optional `query_side(layer, query)`: the same score with the key kernel
@@ -37,6 +42,9 @@ class ScoreMode:
         self.score = score
         self.weights = weights
         self.query_side = query_side
+        # A score that names a `state` argument reads the attention's state before the step
+        # (a location-aware score reads the previous alignment).
+        self.reads_state = "state" in inspect.signature(score).parameters
 
 
 def score_mode(name, weights=None, query_side=None):
@@ -170,12 +178,3 @@ def project(x, kernel):
     leading = ops.shape(x)[:-1]
     y = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)
     return ops.reshape(y, leading) if vector else ops.reshape(y, (*leading, kernel.shape[1]))
-
-
-def __getattr__(name):
-    # `keras_luong.scores.BaseLuongAttention`, its home before it had a module of its own.
-    if name == "BaseLuongAttention":
-        from keras_luong.base_attention import BaseLuongAttention
-
-        return BaseLuongAttention
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

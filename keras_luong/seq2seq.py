@@ -1,24 +1,34 @@
 import keras
 from keras import ops
 
-from keras_luong import generation
+# The built-in attention modules register their alignment names as they are imported.
+from keras_luong import (  # noqa: F401
+    bahdanau_attention,
+    generation,
+    global_attention,
+    local_attention,
+    location_attention,
+    monotonic_attention,
+)
 from keras_luong import scheduled_sampling as scheduled
-from keras_luong.alignments import ALIGNMENTS, make_attention
-from keras_luong.bahdanau_decoder import BahdanauDecoder
+from keras_luong.alignments import make_attention, registered_alignments
+from keras_luong.attention_protocol import check_attention
+from keras_luong.bahdanau_decoder import check_timing
 from keras_luong.checks import (
     TokenIdChecks,
     check_integer,
-    check_number,
     check_one_of,
     check_rate,
     check_token_ids,
     unpack_inputs,
 )
-from keras_luong.decoder import LuongDecoder
+from keras_luong.generator import step_logits
+from keras_luong.initializers import dense_arguments, initializer_arguments
 from keras_luong.loops import step_call
 from keras_luong.losses import ReplicaTokenWeighting
 from keras_luong.masked_lstm import run_encoder
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.model_parts import attention_decoder, lstm_encoder
+from keras_luong.token_ids import known_ids
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
 
@@ -50,13 +60,19 @@ class LuongSeq2Seq(
         target_vocabulary_size: Target token ids are in `[0, target_vocabulary_size)`.
         units: Size of the encoder states, the decoder's LSTM and `h̃`. Defaults to 128.
         embedding_dim: Size of both embeddings. Defaults to 64.
-        alignment: `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) or
+        alignment: `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p),
             `"hard-monotonic"`: `MonotonicAttention` (Raffel et al.), trained on its expected
-            alignment with `sigmoid_noise=1`, decoded (and evaluated) with hard alignments.
+            alignment with `sigmoid_noise=1`, decoded (and evaluated) with hard alignments,
+            `"location"` (`LocationSensitiveAttention`), any name a mechanism joined with
+            `register_alignment`, or an attention layer itself (any layer that follows the
+            attention protocol; `score_mode`, `window`, `attention_arguments` and
+            `attention_dropout` are then its own business).
         score_mode: `"dot"`, `"general"`, `"concat"`, (global only) `"location"`, or
             `"bahdanau"` (global and hard-monotonic: `BahdanauAttention` and
             `BahdanauMonotonicAttention` with `units` units).
         window: Half-width `D` of a local window. Defaults to 10.
+        attention_arguments: Optional dict of further arguments of the attention layer
+            (for example `{"filters": 32}` for `"location"`), stored in the config.
         max_source_length: Needed by the `"location"` score.
         input_feeding: Feed `h̃_{t-1}` to the decoder at step `t`. Defaults to `True`.
         output_attention: The vocabulary projection reads `h̃_t` (the paper's, the default)
@@ -84,6 +100,10 @@ class LuongSeq2Seq(
             and over a vocabulary of thousands it starts `W_s` so small (±0.027 for 256 units
             and 8,000 ids) that training sits for epochs near a unigram model, its attention
             fixed on one source position, before it learns to translate, or never does.
+        initializer: Optional initializer of every weight (embeddings, LSTM kernels,
+            recurrent kernels and biases, bridge, attention, output layer), as the paper and
+            OpenNMT-py start all of them uniform in ±0.1 (`RandomUniform(-0.1, 0.1)`).
+            Defaults to `None`: each layer's Keras default, and `output_initializer`.
         attention_timing: `"luong"` (the default: the decoder attends with the LSTM's new
             state `h_t`, and the projection reads `h̃_t = tanh(W_c [c_t; h_t])`) or
             `"bahdanau"`: the decoder of Bahdanau, Cho and Bengio (2015), a `BahdanauDecoder`,
@@ -127,6 +147,7 @@ class LuongSeq2Seq(
         alignment="global",
         score_mode="general",
         window=10,
+        attention_arguments=None,
         max_source_length=None,
         input_feeding=True,
         output_attention=True,
@@ -140,25 +161,12 @@ class LuongSeq2Seq(
         sampling_probability=0.0,
         attention_timing="luong",
         output_initializer=None,
+        initializer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_one_of("attention_timing", attention_timing, TIMINGS)
-        if attention_timing == "bahdanau" and not (input_feeding and output_attention):
-            raise ValueError(
-                "input_feeding and output_attention choose how Luong's decoder uses h̃; "
-                "Bahdanau's decoder always feeds the context to its LSTM and outputs its deep "
-                f"output. Received: attention_timing='bahdanau', input_feeding={input_feeding!r}, "
-                f"output_attention={output_attention!r}"
-            )
-        if scheduled_sampling is not None:
-            check_one_of("scheduled_sampling", scheduled_sampling, scheduled.MODES)
-        sampling_probability = check_number("sampling_probability", sampling_probability, 0.0)
-        if sampling_probability > 1:
-            raise ValueError(
-                "Invalid value for argument sampling_probability. Expected a probability in "
-                f"[0, 1]. Received: sampling_probability={sampling_probability!r}"
-            )
+        check_timing(attention_timing, input_feeding, output_attention)
+        sampling_probability = scheduled.check_arguments(scheduled_sampling, sampling_probability)
         for name, value in (
             ("source_vocabulary_size", source_vocabulary_size),
             ("target_vocabulary_size", target_vocabulary_size),
@@ -169,7 +177,16 @@ class LuongSeq2Seq(
             check_integer(name, value)
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout)
-        check_one_of("alignment", alignment, ALIGNMENTS)
+        if isinstance(alignment, str):
+            check_one_of("alignment", alignment, registered_alignments())
+        else:
+            check_attention(alignment, "alignment")
+        if attention_arguments is not None and not isinstance(attention_arguments, dict):
+            raise ValueError(
+                "Invalid value for argument attention_arguments. Expected a dict of the "
+                "attention layer's arguments. "
+                f"Received: attention_arguments={attention_arguments!r}"
+            )
         for name, value in (("start_token", start_token), ("end_token", end_token)):
             if check_integer(name, value) >= target_vocabulary_size:
                 raise ValueError(
@@ -186,9 +203,12 @@ class LuongSeq2Seq(
         self.target_vocabulary_size = target_vocabulary_size
         self.units = units
         self.embedding_dim = embedding_dim
-        self.alignment = alignment
+        self.alignment = alignment if isinstance(alignment, str) else None  # else the layer's
         self.score_mode = score_mode
         self.window = window
+        self.attention_arguments = (
+            None if attention_arguments is None else dict(attention_arguments)
+        )
         self.max_source_length = max_source_length
         self.input_feeding = input_feeding
         self.output_attention = output_attention
@@ -200,8 +220,11 @@ class LuongSeq2Seq(
         self.end_token = end_token
         self.scheduled_sampling = scheduled_sampling
         self.attention_timing = attention_timing
+        self.initializer = init = (
+            None if initializer is None else keras.initializers.get(initializer)
+        )
         if output_initializer is None:
-            output_initializer = keras.initializers.RandomUniform(-0.1, 0.1)
+            output_initializer = init or keras.initializers.RandomUniform(-0.1, 0.1)
         self.output_initializer = keras.initializers.get(output_initializer)
         if scheduled_sampling is not None:
             self.sampling_probability = self.add_weight(
@@ -214,8 +237,6 @@ class LuongSeq2Seq(
             self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
         else:
             self.sampling_probability = sampling_probability
-        # The compiled generators, one per decoding setting (see `generator`).
-        self.generators = generation.GeneratorCache()
         dtype = self.dtype_policy
 
         self.source_embedding = keras.layers.Embedding(
@@ -224,62 +245,47 @@ class LuongSeq2Seq(
             mask_zero=True,
             dtype=dtype,
             name="source_embedding",
+            **initializer_arguments(init, "embeddings_initializer"),
         )
-        encoder = keras.layers.LSTM(
-            units // 2 if bidirectional else units,
-            return_sequences=True,
-            return_state=True,
-            dtype=dtype,
-            name="encoder",
+        self.encoder = lstm_encoder(units, bidirectional, dtype, init)
+        self.bridge_h, self.bridge_c = (
+            keras.layers.Dense(units, "tanh", dtype=dtype, name=name, **dense_arguments(init))
+            for name in ("bridge_h", "bridge_c")
         )
-        if bidirectional:
-            encoder = keras.layers.Bidirectional(encoder, dtype=dtype, name="bidirectional")
-        self.encoder = encoder
-        self.bridge_h = keras.layers.Dense(units, "tanh", dtype=dtype, name="bridge_h")
-        self.bridge_c = keras.layers.Dense(units, "tanh", dtype=dtype, name="bridge_c")
         self.target_embedding = keras.layers.Embedding(
             target_vocabulary_size,
             embedding_dim,
             mask_zero=True,
             dtype=dtype,
             name="target_embedding",
+            **initializer_arguments(init, "embeddings_initializer"),
         )
-        luong = attention_timing == "luong"
-        attention = make_attention(
-            alignment,
-            window=window,
-            max_source_length=max_source_length,
-            score_units=units,
-            score_mode=score_mode,
-            attentional_units=units if luong else None,
-            dropout=attention_dropout,
-            dtype=dtype,
-            name="attention",
-        )
-        cells = [keras.layers.LSTMCell(units, dtype=dtype) for _ in range(decoder_layers)]
-        if decoder_layers > 1:
-            cell = keras.layers.StackedRNNCells(cells, dtype=dtype)
-        else:
-            cell = cells[0]
-        if luong:
-            self.decoder = LuongDecoder(
-                cell,
-                attention,
-                input_feeding=input_feeding,
-                output_attention=output_attention,
+        attention = alignment
+        if isinstance(alignment, str):
+            attention = make_attention(
+                alignment,
+                units=units,
+                score_mode=score_mode,
+                window=window,
+                max_source_length=max_source_length,
+                attentional_units=units if attention_timing == "luong" else None,
+                dropout=attention_dropout,
                 dtype=dtype,
-                name="decoder",
+                name="attention",
+                **initializer_arguments(init, "kernel_initializer"),
+                **(self.attention_arguments or {}),
             )
-        else:
-            self.decoder = BahdanauDecoder(
-                cell, attention, units=units, dtype=dtype, name="decoder"
-            )
+        self.decoder = attention_decoder(
+            units, decoder_layers, attention, attention_timing, dtype, init,
+            input_feeding=input_feeding, output_attention=output_attention,
+        )  # fmt: skip
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
         self.projection = keras.layers.Dense(
             target_vocabulary_size,
             kernel_initializer=self.output_initializer,
             dtype=dtype,
             name="logits",
+            **initializer_arguments(init, "bias_initializer"),
         )
 
     def encode(self, source, training=None):
@@ -336,49 +342,28 @@ class LuongSeq2Seq(
         attentional, states, *weights = self.decoder.step(
             embedded, states, memory, step=step, return_attention_scores=return_attention_scores
         )
-        return (self._step_logits(attentional, logits_bias), attentional, states, *weights)
-
-    def _step_logits(self, attentional, logits_bias):
-        """The output layer's logits for one step, plus `logits_bias` (float32). A plain
-        float32 `Dense` adds its bias and `logits_bias` to the product in one add (a pass
-        over `(rows, V)` fewer per step; the sum is the same, `logits_bias` being zero
-        wherever it is not the masked score)."""
-        dense = self.projection
-        if logits_bias is None:
-            return step_call(dense, attentional)
-        if (
-            type(dense) is keras.layers.Dense
-            and dense.built
-            and dense.use_bias
-            and dense.activation is keras.activations.linear
-            and dense.quantization_mode is None
-            and dense.compute_dtype == dense.variable_dtype == "float32"
-            and ops.is_tensor(attentional)
-        ):
-            bias = ops.convert_to_tensor(dense.bias) + logits_bias
-            return ops.matmul(attentional, dense.kernel) + bias
-        return ops.cast(step_call(dense, attentional), "float32") + logits_bias
-
-    def _check_data(self, x, y=None):
-        """Checks the token ids of `(source, target_in)` (a tuple or a dict) and `y` given as
-        arrays (see `TokenIdChecks`)."""
-        if isinstance(x, dict):
-            x = (x.get("source"), x.get("target_in"))
-        if isinstance(x, (tuple, list)) and len(x) == 2:
-            source, target_in = x
-            check_token_ids("source", source, self.source_vocabulary_size, rank=2)
-            check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
-        check_token_ids("y", y, self.target_vocabulary_size)  # (B, T) or (B, T, 1)
+        logits = step_logits(self.projection, attentional, logits_bias)
+        return (logits, attentional, states, *weights)
 
     def get_config(self):
         config = super().get_config()
         config.update({name: getattr(self, name) for name in _CONFIG})
+        if self.alignment is None:  # a layer given as the alignment: the decoder's
+            config["alignment"] = keras.saving.serialize_keras_object(self.decoder.cell.attention)
         probability = self.sampling_probability
         if not isinstance(probability, float):  # the variable ScheduledSampling sets
             probability = float(ops.convert_to_numpy(probability))
         config["sampling_probability"] = probability
-        config["output_initializer"] = keras.initializers.serialize(self.output_initializer)
+        for name in ("output_initializer", "initializer"):
+            config[name] = keras.initializers.serialize(getattr(self, name))
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        if isinstance(config.get("alignment"), dict):  # an attention layer
+            alignment = keras.saving.deserialize_keras_object(config["alignment"])
+            config = {**config, "alignment": alignment}
+        return cls(**config)
 
 
 # Every constructor argument, stored under its own name.
@@ -390,6 +375,7 @@ _CONFIG = (
     "alignment",
     "score_mode",
     "window",
+    "attention_arguments",
     "max_source_length",
     "input_feeding",
     "output_attention",
@@ -402,14 +388,3 @@ _CONFIG = (
     "scheduled_sampling",
     "attention_timing",
 )
-TIMINGS = ("luong", "bahdanau")
-
-
-def known_ids(ids, vocabulary_size):
-    """`ids` with any id outside `[0, vocabulary_size)` replaced by the unknown id (3, as the
-    vocabularies lay ids out). Ids are checked before a model runs wherever their values are
-    known; inside a compiled function they are not, and an embedding lookup out of range
-    would give NaN (JAX) or a backend error: the unknown word is what such an id means."""
-    unknown = Vocabulary.OOV if vocabulary_size > Vocabulary.OOV else 0
-    inside = ops.logical_and(ops.greater_equal(ids, 0), ops.less(ids, vocabulary_size))
-    return ops.where(inside, ids, ops.cast(unknown, ids.dtype))

@@ -394,7 +394,7 @@ def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
     ending at its own bound (1.5 × its tokens + 10) even when the model never ends a sentence;
     a second call on the same texts traces nothing (JAX and TensorFlow compile per trace;
     torch runs eagerly, so there it runs the same kept generator again)."""
-    from keras_luong.generation import Seq2SeqGenerator
+    from keras_luong.generator import Seq2SeqGenerator
 
     model = make_model()
     # The end token never wins: every row runs until its bound stops it.

@@ -13,7 +13,7 @@ from keras_luong import (
     samplers,
 )
 from keras_luong.datasets import dates
-from keras_luong.generation import Seq2SeqGenerator
+from keras_luong.generator import Seq2SeqGenerator
 from keras_luong.vocabulary import Vocabulary
 from tests.test_case import (
     BACKEND,
@@ -661,3 +661,32 @@ def test_the_output_layer_starts_uniform_in_a_tenth_whatever_the_vocabulary():
     restored = LuongSeq2Seq.from_config(model.get_config())
     assert isinstance(restored.output_initializer, keras.initializers.RandomUniform)
     assert restored.output_initializer.get_config()["maxval"] == 0.1
+
+
+def test_one_initializer_starts_every_weight_as_the_paper_does():
+    """`initializer=RandomUniform(-0.1, 0.1)`: every weight (embeddings, LSTM kernels,
+    recurrent kernels and biases, the forget gate's too, bridge, attention, output layer)
+    drawn uniform in ±0.1, each layer from its own draws; the config carries it."""
+    source_size = len(DATA["source_vocabulary"])
+    uniform = keras.initializers.RandomUniform(-0.1, 0.1)
+    model = LuongSeq2Seq(source_size, 300, units=16, embedding_dim=8, initializer=uniform)
+    model((SOURCE[:2], TARGET_IN[:2]))
+    values = {v.path: to_numpy(v) for v in model.trainable_variables}
+    assert len(values) >= 15
+    for path, value in values.items():
+        assert np.abs(value).max() <= 0.1, path
+        # Uniform draws, not constants: the mean |w| near half the bound.
+        assert value.size < 64 or abs(np.abs(value).mean() - 0.05) < 0.01, path
+    kernels = [to_numpy(model.bridge_h.kernel), to_numpy(model.bridge_c.kernel)]
+    assert not np.allclose(*kernels)  # two layers, two draws
+    forward = to_numpy(model.encoder.forward_layer.cell.kernel)
+    backward = to_numpy(model.encoder.backward_layer.cell.kernel)
+    assert not np.allclose(forward, backward)
+    restored = LuongSeq2Seq.from_config(model.get_config())
+    assert restored.initializer.get_config() == uniform.get_config()
+    # Without it, Keras' defaults: the LSTM's forget-gate bias starts at one.
+    default = LuongSeq2Seq(source_size, 300, units=16, embedding_dim=8)
+    default((SOURCE[:2], TARGET_IN[:2]))
+    bias = to_numpy(default.decoder.cell.cell.bias)
+    np.testing.assert_array_equal(bias[16:32], 1.0)
+    assert default.get_config()["initializer"] is None

@@ -35,6 +35,7 @@ import numpy as np
 
 from keras_luong.checks import check_integer, check_path
 from keras_luong.datasets.parallel_text import check_text_file, count_lines, iter_lines
+from keras_luong.version import __version__
 from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
 
 FORMAT = "keras-luong prepared corpus"
@@ -218,8 +219,6 @@ def prepare_corpus(
         overwrite: Replace a prepared corpus already in `directory`. Defaults to `False`.
         verbose: 0 prints nothing, 1 (the default) a progress bar with the counts and rates.
     """
-    from keras_luong import __version__
-
     started = time.time()
     source_file = check_text_file("source_file", source_file)
     target_file = check_text_file("target_file", target_file)

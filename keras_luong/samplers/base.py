@@ -23,6 +23,14 @@ class Sampler:
     Subclasses override `get_next_token(probabilities)` (greedy, sampling) or the whole
     `__call__` (beam search).
 
+    **What a sampler reads besides the logits** it names in `needs` (a tuple; empty here and
+    for keras-hub's samplers, which need not have it). Generation then keeps each named entry
+    in the cache, which becomes a dict: `{"states": <the decoder's states>, name: ...}`,
+    updated by `next` at every step and repeated and reordered with the beams like the
+    states. Generation provides `"attention"`: the step's attention weights `(rows, S)`,
+    float32 (zeros before the first step), which a coverage penalty reads. A name generation
+    does not provide is a `ValueError` when the generator is built.
+
     Args:
         temperature: Divides the logits before the softmax. Defaults to 1.
         no_repeat_ngram_size: If `n > 0`, a row never repeats an n-gram of its own: a token
@@ -47,6 +55,14 @@ class Sampler:
     >>> ops.convert_to_numpy(ids).tolist()
     [[1, 5, 5]]
     """
+
+    # What the sampler reads from the cache besides the decoder's states (see above).
+    needs = ()
+
+    @property
+    def needs_attention(self):
+        """Whether `needs` names `"attention"` (the name generation read before `needs`)."""
+        return "attention" in self.needs
 
     def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
         self.temperature = check_number("temperature", temperature, minimum=0, exclusive=True)

@@ -67,7 +67,7 @@ class BeamSearchSampler(Sampler):
     (OpenNMT-py's summary penalty): attending to a source position more than once in total
     lowers the score. It needs the attention weights: `next` keeps them in its cache,
     a dict with an `"attention"` entry `(batch, S)` (`LuongSeq2Seq.generate` does this when
-    the sampler has `needs_attention`).
+    the sampler's `needs` names `"attention"`).
 
     It is called as every `Sampler` is (keras-hub's convention): `next(prompt, cache, index)
     -> (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
@@ -133,9 +133,10 @@ class BeamSearchSampler(Sampler):
         self.min_length = int(min_length)
 
     @property
-    def needs_attention(self):
-        """Whether `next` must keep the step's attention weights in `cache["attention"]`."""
-        return self.coverage_penalty > 0
+    def needs(self):
+        """`("attention",)` with a coverage penalty (it reads each step's attention weights
+        from `cache["attention"]`), else nothing: see `Sampler.needs`."""
+        return ("attention",) if self.coverage_penalty > 0 else ()
 
     def coverage(self, attention_sums):
         """The coverage term of attention sums `(rows, S)` added to a score: GNMT's
