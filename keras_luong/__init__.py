@@ -17,6 +17,7 @@ def _starting_the_command_line():
 
 if not _starting_the_command_line():
     from keras_luong.alignments import register_alignment
+    from keras_luong.averaging import average_models
     from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
     from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.base_attention import BaseLuongAttention
@@ -58,6 +59,7 @@ __all__ = [
     "SequenceLoss",
     "SubwordVocabulary",
     "Vocabulary",
+    "average_models",
     "register_alignment",
 ]
 
@@ -92,5 +94,6 @@ _MODULES = {
     "SequenceLoss": "keras_luong.losses",
     "SubwordVocabulary": "keras_luong.vocabulary",
     "Vocabulary": "keras_luong.vocabulary",
+    "average_models": "keras_luong.averaging",
     "register_alignment": "keras_luong.alignments",
 }

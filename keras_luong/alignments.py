@@ -10,7 +10,8 @@ def make_location(units, **arguments):
 ```
 
 The model calls the factory with the attention's own arguments: `attentional_units`, `dropout`,
-`dtype`, `name` and its `attention_arguments`; and with each of `units` (the model's),
+`dtype`, `name`, `kernel_initializer` (with the model's `initializer`) and its
+`attention_arguments`; and with each of `units` (the model's),
 `score_mode`, `window` and `max_source_length` that the factory's signature names. A factory
 that names no `score_mode` refuses one other than the default. The built-in names are
 `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) and `"hard-monotonic"`, and
@@ -31,7 +32,8 @@ def register_alignment(name, factory=None, *, score_mode=None):
     """Registers an attention layer's factory as an alignment name of `LuongSeq2Seq`.
 
     The model calls the factory with the attention's own arguments (`attentional_units`,
-    `dropout`, `dtype`, `name` and the model's `attention_arguments`) and with each of `units`
+    `dropout`, `dtype`, `name`, `kernel_initializer` where the model has an `initializer`, and
+    the model's `attention_arguments`) and with each of `units`
     (the model's), `score_mode`, `window` and `max_source_length` that the factory's
     signature names. A model saved with the name loads wherever the module that registers it
     has been imported (as with any custom Keras object).

@@ -123,7 +123,10 @@ class LocationSensitiveAttention(BaseLuongAttention):
         # (B, S, channels) alignments -> (B, S, filters) location features -> (B, 1, S, units).
         alignments = ops.stack([ops.cast(a, query.dtype) for a in state], axis=-1)
         filters = ops.cast(self.location_filters, query.dtype)
-        features = ops.conv(alignments, filters, padding="same")
+        if alignments.shape[1] == 0:  # an empty source: nothing to convolve (torch refuses)
+            features = ops.zeros((ops.shape(alignments)[0], 0, self.filters), query.dtype)
+        else:
+            features = ops.conv(alignments, filters, padding="same")
         location = project(features, self.location_kernel) + ops.cast(self.score_bias, query.dtype)
         return additive_score(self, query, keys, self.score_kernel, location[:, None])
 

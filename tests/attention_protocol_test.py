@@ -17,6 +17,7 @@ from keras_luong import (
     BahdanauMonotonicAttention,
     GlobalAttention,
     LocalAttention,
+    LocationSensitiveAttention,
     LuongDecoder,
     MonotonicAttention,
 )
@@ -43,6 +44,9 @@ ATTENTIONS = {
     "monotonic": lambda **kw: MonotonicAttention(attentional_units=5, **kw),
     "bahdanau": lambda **kw: BahdanauAttention(5, normalize=True, **kw),
     "bahdanau-monotonic": lambda **kw: BahdanauMonotonicAttention(5, **kw),
+    "location": lambda **kw: LocationSensitiveAttention(
+        5, filters=2, kernel_size=3, cumulative=True, attentional_units=5, **kw
+    ),
 }
 
 
