@@ -26,10 +26,12 @@ from keras_luong.checks import (
 class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
     """Base class of the Luong attention layers: the shared score-mask-softmax pipeline.
 
-    Subclasses implement `attend(query, memory, state, query_mask, step, training,
-    return_attention_scores, draws)`, which decides which source positions each query step
-    attends to; this class prepares the per-source memory, scores a query against keys,
-    normalises the scores over the valid positions and combines values.
+    A subclass without state implements `attend(query, memory, state, query_mask, step,
+    training, return_attention_scores, draws)`, which decides which source positions each
+    query step attends to, for all steps at once; a subclass with state implements one step,
+    `step_call` (see `keras_luong.attention_protocol`), and this class loops over the steps.
+    This class prepares the per-source memory, scores a query against keys, normalises the
+    scores over the valid positions and combines values.
 
     The score modes are the registry of `keras_luong.scores` (`"dot"`, `"general"`,
     `"concat"`; `GlobalAttention` adds `"location"`). Global attention projects the keys once
@@ -39,10 +41,11 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
     `keras_luong.scores.score_mode` (see its example).
 
     **Attention with state.** An attention may keep a state from one decoding step to the next
-    (`MonotonicAttention` keeps its previous alignment). It declares the sizes in `state_size`
-    (`None` for one value per source position; states are float32), makes the first state with
-    `get_initial_state(batch_size, memory)`, and takes the state before the first query step
-    as `initial_state=` (returned after the last step with `return_state=True`). Luong's global
+    (`MonotonicAttention` keeps its previous alignment, `LocationSensitiveAttention` too). It
+    declares the sizes in `state_size` (`None` for one value per source position; states are
+    float32), makes the first state with `get_initial_state(batch_size, memory)`, and takes
+    the state before the first query step as `initial_state=` (returned after the last step
+    with `return_state=True`). Luong's global
     and local attention keep no state. `InputFeedingCell`, `LuongDecoder` and generation carry
     whatever state the attention declares after the RNN's, and beam search reorders it like
     any other state.

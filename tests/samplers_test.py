@@ -160,3 +160,24 @@ def test_samplers_configs_keep_the_new_options():
     assert greedy.no_repeat_ngram_size == 2
     with pytest.raises(ValueError, match="no_repeat_ngram_size=-1"):
         GreedySampler(no_repeat_ngram_size=-1)
+
+
+def test_samplers_say_what_they_need_and_generation_refuses_what_it_cannot_give():
+    """`needs` names the cache entries a sampler reads beside the states: beam search with a
+    coverage penalty needs the attention, greedy search nothing; a need generation does not
+    provide is refused when the generator is made, before anything is traced."""
+    from keras_luong import LuongSeq2Seq
+
+    assert GreedySampler().needs == () and not GreedySampler().needs_attention
+    assert BeamSearchSampler(2).needs == ()
+    covering = BeamSearchSampler(2, coverage_penalty=0.2)
+    assert covering.needs == ("attention",) and covering.needs_attention
+
+    class NeedsAnAlignmentMap(GreedySampler):
+        needs = ("alignment_map",)
+
+    model = LuongSeq2Seq(9, 9, units=8, embedding_dim=4)
+    source = np.array([[3, 4, 5]], "int32")
+    with pytest.raises(ValueError, match=r"needs \['alignment_map'\], which generation"):
+        model.generate(source, 4, sampler=NeedsAnAlignmentMap())
+    assert len(model.generators) == 0  # nothing kept
