@@ -23,8 +23,6 @@ import inspect
 
 # (name, score_mode variant or None) -> the factory of the layer.
 _FACTORIES = {}
-# What the model passes only to a factory whose signature names it.
-MODEL_ARGUMENTS = ("units", "score_mode", "window", "max_source_length")
 DEFAULT_SCORE_MODE = "general"
 
 

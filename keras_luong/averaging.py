@@ -67,7 +67,7 @@ def average_models(models, weights=None):
         for i in range(len(values[0]))
     ]
     model = type(first).from_config(first.get_config())
-    _build_like(model, first)
+    _build(model)
     model.set_weights(averaged)
     vocabularies = [getattr(first, f"{side}_vocabulary", None) for side in ("source", "target")]
     if all(v is not None for v in vocabularies) and hasattr(model, "set_vocabularies"):
@@ -80,7 +80,7 @@ def _architecture(model):
     return {key: value for key, value in model.get_config().items() if key != "name"}
 
 
-def _build_like(model, built):
+def _build(model):
     """Builds `model` (a sequence-to-sequence model called on `(source, target_in)`) by one
     call on ones, unless it is built already."""
     if not model.built:

@@ -10,7 +10,6 @@ from keras_luong.batching import length_sorted_batches
 from keras_luong.checks import check_integer, check_texts, check_token_ids
 from keras_luong.generator import (  # noqa: F401 (their home before generator.py)
     MAX_LENGTH,
-    PROVIDED,
     UNSUPPORTED_SAMPLERS,
     GeneratorCache,
     Seq2SeqGenerator,
@@ -21,7 +20,6 @@ from keras_luong.generator import (  # noqa: F401 (their home before generator.p
     length_bucket,
     row_bound,
     sampler_key,
-    sampler_needs,
 )
 from keras_luong.vocabulary_assets import check_vocabulary_size
 

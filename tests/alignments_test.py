@@ -10,6 +10,7 @@ from keras import ops
 import keras_luong
 from keras_luong import BeamSearchSampler, LuongDecoder, LuongSeq2Seq, register_alignment
 from keras_luong.alignments import make_attention, registered_alignments
+from tests.decoder_test import decode_step_by_step
 from tests.test_case import fit_lowers_loss, save_and_load
 
 
@@ -160,18 +161,11 @@ def test_a_duck_typed_attention_steps_as_it_runs_all_steps():
     mask = np.arange(5) < np.array([[5], [2]])
     decoder = LuongDecoder(keras.layers.LSTMCell(6), RecencyAttention(attentional_units=6))
     outputs, weights = decoder(targets, value, value_mask=mask, return_attention_scores=True)
-    memory = decoder.prepare(value, mask)
-    states = decoder.get_initial_state(2, memory=memory)
-    for t in range(4):
-        output, states, step_weights = decoder.step(
-            targets[:, t], states, memory, step=t, return_attention_scores=True
-        )
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(output), ops.convert_to_numpy(outputs)[:, t], atol=1e-5
-        )
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(step_weights), ops.convert_to_numpy(weights)[:, t], atol=1e-6
-        )
+    step_outputs, step_weights, _ = decode_step_by_step(
+        decoder, targets, value, np.ones((2, 4), bool), mask
+    )
+    np.testing.assert_allclose(step_outputs, ops.convert_to_numpy(outputs), atol=1e-5)
+    np.testing.assert_allclose(step_weights, ops.convert_to_numpy(weights), atol=1e-6)
     assert np.all(ops.convert_to_numpy(weights)[1, :, 2:] < 1e-6)  # padding gets nothing
 
 

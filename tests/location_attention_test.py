@@ -13,6 +13,7 @@ from keras_luong import (
     LuongDecoder,
     LuongSeq2Seq,
 )
+from tests.decoder_test import decode_step_by_step
 from tests.test_case import TestCase, fit_lowers_loss, save_and_load
 
 B, S, T, D, UNITS = 3, 7, 5, 6, 4
@@ -135,18 +136,11 @@ def test_decoder_step_by_step_equals_teacher_forcing(input_feeding):
         input_feeding=input_feeding,
     )
     outputs, weights = decoder(targets, value, value_mask=MASK, return_attention_scores=True)
-    memory = decoder.prepare(value, MASK)
-    states = decoder.get_initial_state(B, memory=memory)
-    for t in range(T):
-        h_tilde, states, step_weights = decoder.step(
-            targets[:, t], states, memory, step=t, return_attention_scores=True
-        )
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(h_tilde), ops.convert_to_numpy(outputs)[:, t], atol=1e-5
-        )
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(step_weights), ops.convert_to_numpy(weights)[:, t], atol=1e-6
-        )
+    step_outputs, step_weights, _ = decode_step_by_step(
+        decoder, targets, value, np.ones((B, T), bool), MASK
+    )
+    np.testing.assert_allclose(step_outputs, ops.convert_to_numpy(outputs), atol=1e-5)
+    np.testing.assert_allclose(step_weights, ops.convert_to_numpy(weights), atol=1e-6)
 
 
 def test_a_model_by_its_alignment_name_trains_decodes_and_round_trips(tmp_path):
