@@ -65,6 +65,9 @@ ATTENTIONS = {
     "global-dot": {"alignment": "global", "score_mode": "dot"},
     "local-m": {"alignment": "monotonic", "score_mode": "general"},
     "local-p": {"alignment": "predictive", "score_mode": "general"},
+    # local-p whose window (D = 25, sigma 12.5) covers nearly every source of the long corpus
+    # from the first step: does local-p's slow start come from targets outside the window?
+    "local-p-wide": {"alignment": "predictive", "score_mode": "general", "window": 25},
     "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
 }
 

@@ -17,19 +17,21 @@ def _starting_the_command_line():
 
 if not _starting_the_command_line():
     from keras_luong.alignments import register_alignment
-    from keras_luong.averaging import average_models
+    from keras_luong.averaging import CheckpointAverage, average_models
     from keras_luong.bahdanau_attention import BahdanauAttention, BahdanauMonotonicAttention
     from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.base_attention import BaseLuongAttention
     from keras_luong.batching import BucketedBatches
     from keras_luong.callbacks import AttentionCallback, BleuCallback
     from keras_luong.decoder import LuongDecoder
+    from keras_luong.ensemble import Ensemble
     from keras_luong.global_attention import GlobalAttention
     from keras_luong.input_feeding_cell import InputFeedingCell
     from keras_luong.local_attention import LocalAttention
     from keras_luong.location_attention import LocationSensitiveAttention
     from keras_luong.losses import SequenceLoss
     from keras_luong.monotonic_attention import MonotonicAttention
+    from keras_luong.paper import HalvingSchedule
     from keras_luong.samplers import BeamSearchSampler, GreedySampler
     from keras_luong.scheduled_sampling import ScheduledSampling
     from keras_luong.seq2seq import LuongSeq2Seq
@@ -47,8 +49,11 @@ __all__ = [
     "BeamSearchSampler",
     "BleuCallback",
     "BucketedBatches",
+    "CheckpointAverage",
+    "Ensemble",
     "GlobalAttention",
     "GreedySampler",
+    "HalvingSchedule",
     "InputFeedingCell",
     "LocalAttention",
     "LocationSensitiveAttention",
@@ -89,6 +94,9 @@ _MODULES = {
     "LocationSensitiveAttention": "keras_luong.location_attention",
     "LuongDecoder": "keras_luong.decoder",
     "LuongSeq2Seq": "keras_luong.seq2seq",
+    "HalvingSchedule": "keras_luong.paper",
+    "Ensemble": "keras_luong.ensemble",
+    "CheckpointAverage": "keras_luong.averaging",
     "MonotonicAttention": "keras_luong.monotonic_attention",
     "ScheduledSampling": "keras_luong.scheduled_sampling",
     "SequenceLoss": "keras_luong.losses",

@@ -5,6 +5,8 @@ ends training with the mean of the last epochs' weights."""
 import keras
 import numpy as np
 
+from keras_luong.checks import check_integer
+
 
 def average_models(models, weights=None):
     """A new model whose every weight is the (weighted) mean of `models`' weights.
@@ -86,3 +88,67 @@ def _build(model):
     if not model.built:
         ones = np.ones((1, 2), "int32")
         model((ones, ones))
+
+
+class CheckpointAverage(keras.callbacks.Callback):
+    """Keeps the weights of the last `last` epochs of training and, when training ends, sets
+    the model's weights to their mean (`average_models` of those epochs' checkpoints, without
+    the files).
+
+    An average of the last epochs' weights smooths the noise of the final steps as a
+    checkpoint average does (OpenNMT-py's and fairseq's); Keras' `use_ema=True` on an
+    optimizer keeps an exponential moving average of every step's weights instead, and
+    replaces the weights with it at the end of `fit` too. The two serve different runs: the
+    moving average follows every step (its `ema_momentum`, 0.99 by default, spans about 100
+    steps: the last part of an epoch on a mid-sized corpus), this average spans whole epochs,
+    costs nothing per step (a copy of the weights per epoch, in host memory), and its
+    checkpoints are those a validation curve chose from.
+
+    Args:
+        last: How many epochs' weights to keep and average. Defaults to 2.
+        average_at_end: Set the model's weights to the average when training ends (else
+            `averaged_weights()` gives it). Defaults to `True`.
+
+    Example:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> average = CheckpointAverage(last=2)
+    >>> x, y = np.ones((4, 2)), np.zeros((4, 1))
+    >>> _ = model.fit(x, y, epochs=3, verbose=0, callbacks=[average])
+    >>> len(average.kept)
+    2
+    """
+
+    def __init__(self, last=2, average_at_end=True):
+        super().__init__()
+        self.last = check_integer("last", last)
+        self.average_at_end = bool(average_at_end)
+        self.kept = []
+
+    def on_train_begin(self, logs=None):
+        self.kept = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.kept.append([np.array(w) for w in self.model.get_weights()])
+        del self.kept[: -self.last]
+
+    def averaged_weights(self):
+        """The mean of the kept epochs' weights (float ones averaged in float64; others, such
+        as a random seed's state, from the last epoch)."""
+        if not self.kept:
+            raise ValueError("CheckpointAverage has kept no weights: no epoch has ended.")
+        return [
+            np.mean([epoch[i].astype("float64") for epoch in self.kept], axis=0).astype(
+                self.kept[-1][i].dtype
+            )
+            if np.issubdtype(self.kept[-1][i].dtype, np.floating)
+            else self.kept[-1][i]
+            for i in range(len(self.kept[-1]))
+        ]
+
+    def on_train_end(self, logs=None):
+        if self.average_at_end and self.kept:
+            self.model.set_weights(self.averaged_weights())

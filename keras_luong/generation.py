@@ -20,6 +20,7 @@ from keras_luong.generator import (  # noqa: F401 (their home before generator.p
     length_bucket,
     row_bound,
     sampler_key,
+    start_decoding,
 )
 from keras_luong.vocabulary_assets import check_vocabulary_size
 
@@ -39,6 +40,10 @@ class GenerationMixin:
       `LuongDecoder` or `BahdanauDecoder` has it).
     - `decoder.get_initial_state(batch_size, states, memory)`: every decoder state before
       the first step, the attention's included, for a memory of `batch_size` rows.
+    - or, in place of those three, its own `start_decoding(source, beams)` (they serve the
+      one written here; an `Ensemble` writes its own): `(memory, states, value_mask)`, the
+      states one row per source, the memory (whatever `next_token_logits` reads) and the
+      mask `(B × beams, S)` one row per source and beam.
     - `next_token_logits(token, states, memory, step, return_attention_scores=False,
       logits_bias=None)`: one step from the previous token `(rows,)` to `(logits, hidden,
       new_states)` (and the step's attention weights `(rows, S)` if asked for); the logits
@@ -100,6 +105,13 @@ class GenerationMixin:
     >>> ids.shape
     (2, 5)
     """
+
+    def start_decoding(self, source, beams=1):
+        """`(memory, states, value_mask)` to decode source ids `(B, S)` from: the memory and
+        its mask one row per source and beam, the decoder's states one row per source (the
+        sampler repeats them per beam). From `encode`, `decoder.prepare` and
+        `decoder.get_initial_state`."""
+        return start_decoding(self, source, beams)
 
     @property
     def generators(self):

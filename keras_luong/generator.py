@@ -48,19 +48,8 @@ class Seq2SeqGenerator(keras.Model):
     def call(self, source):
         model = self.seq2seq
         batch = ops.shape(source)[0]
-        value, value_mask, cell_states = model.encode(source)
-        memory = model.decoder.prepare(value, value_mask)
-        # One state per source, made from a memory of one row per source (the attention's
-        # `get_initial_state` gets the rows of the memory it is given); the sampler repeats
-        # the states per beam with the rest of its cache.
-        states = model.decoder.get_initial_state(batch, cell_states, memory)
         beams = getattr(self.sampler, "num_beams", 1)
-        if beams > 1:
-            # The steps attend from every beam: the memory is prepared again from the
-            # repeated value (a memory is laid out per row, see `BaseLuongAttention.prepare`).
-            value = ops.repeat(value, beams, axis=0)
-            value_mask = ops.repeat(value_mask, beams, axis=0)
-            memory = model.decoder.prepare(value, value_mask)
+        memory, states, value_mask = model.start_decoding(source, beams)
         # Padding and the start token are never generated: fed back, they would be read as
         # padding or as a new sentence.
         ids = ops.arange(model.target_vocabulary_size)
@@ -70,8 +59,10 @@ class Seq2SeqGenerator(keras.Model):
         # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
         # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
         never_bias = ops.where(never, MASKED_SCORE, 0.0)
-        if self.row_bounds:  # (rows,): the memory's rows, repeated per beam
-            tokens = ops.sum(ops.cast(value_mask, "int32"), axis=1)
+        if self.row_bounds:  # (rows,): each source's tokens, repeated per beam
+            tokens = ops.sum(ops.cast(ops.not_equal(source, 0), "int32"), axis=1)
+            if beams > 1:
+                tokens = ops.repeat(tokens, beams, axis=0)
             bounds = row_bound(tokens)
             only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
 
@@ -104,7 +95,7 @@ class Seq2SeqGenerator(keras.Model):
         prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
         cache = tuple(states)
         if keep_attention:
-            attention = ops.zeros((batch, ops.shape(value)[1]), "float32")
+            attention = ops.zeros((batch, ops.shape(value_mask)[1]), "float32")
             cache = {"states": cache, "attention": attention}
         outputs = self.sampler(
             next,
@@ -136,6 +127,27 @@ class Seq2SeqGenerator(keras.Model):
             beams = self.sampler.num_beams
             return np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
         return np.zeros((0, self.max_length), "int32")
+
+
+def start_decoding(model, source, beams=1):
+    """`(memory, states, value_mask)` to decode `source` `(B, S)` from, for a model that has
+    `encode`, `decoder.prepare` and `decoder.get_initial_state` (the generation contract): the
+    states one row per source (the sampler repeats them per beam), the memory and its mask one
+    row per source and beam."""
+    batch = ops.shape(source)[0]
+    value, value_mask, cell_states = model.encode(source)
+    memory = model.decoder.prepare(value, value_mask)
+    # One state per source, made from a memory of one row per source (the attention's
+    # `get_initial_state` gets the rows of the memory it is given); the sampler repeats
+    # the states per beam with the rest of its cache.
+    states = model.decoder.get_initial_state(batch, cell_states, memory)
+    if beams > 1:
+        # The steps attend from every beam: the memory is prepared again from the
+        # repeated value (a memory is laid out per row, see `BaseLuongAttention.prepare`).
+        value = ops.repeat(value, beams, axis=0)
+        value_mask = ops.repeat(value_mask, beams, axis=0)
+        memory = model.decoder.prepare(value, value_mask)
+    return memory, states, value_mask
 
 
 # What generation can keep in the cache for a sampler that names it in `needs`.

@@ -1,45 +1,204 @@
-"""The parts `LuongSeq2Seq` builds its encoder and decoder from."""
+"""The parts `LuongSeq2Seq` is built from: its encoder, the bridge from the encoder's final
+states to the decoder's, and its decoder.
+
+The encoder contract, which the built-in recurrent encoder meets and a user's encoder layer
+(`LuongSeq2Seq(encoder=...)`) must meet:
+
+    encoder(embedded, mask=source_mask, training=training)
+        -> (sequence, sequence_mask, final_states)
+
+- `embedded` `(B, S, embedding_dim)`: the embedded source; `source_mask` `(B, S)` boolean.
+- `sequence` `(B, S', d)`: the states attention reads (`S'` may differ from `S`, as in a
+  speech encoder that downsamples), `sequence_mask` `(B, S')` their mask (or `None`: all real).
+- `final_states`: one list per encoder layer, bottom first, of that layer's final state
+  tensors `(B, d_l)`: `[h]` (GRU) or `[h, c]` (LSTM), both directions concatenated.
+"""
 
 import keras
+from keras import ops
 
 from keras_luong.bahdanau_decoder import BahdanauDecoder
+from keras_luong.checks import check_one_of
 from keras_luong.decoder import LuongDecoder
-from keras_luong.initializers import recurrent_arguments
+from keras_luong.initializers import initializer_arguments, recurrent_arguments
+from keras_luong.masked_lstm import run_encoder
+
+CELLS = ("lstm", "gru")
+BRIDGES = ("learned", "zeros", "copy")
 
 
-def lstm_encoder(units, bidirectional, dtype, initializer=None):
-    """One LSTM layer over the embedded source returning its sequence and final states;
-    bidirectional: `units // 2` a direction, in `keras.layers.Bidirectional`."""
-    encoder = keras.layers.LSTM(
+def embedding(size, dim, weights, argument, dtype, initializer, name):
+    """A masked `Embedding` of `size` ids, started from the matrix `weights` `(size, dim)`
+    when given (pretrained vectors; the argument named `argument`), else from `initializer`
+    or Keras' default."""
+    if weights is not None:
+        shape = tuple(getattr(weights, "shape", ()))
+        if shape != (size, dim):
+            raise ValueError(
+                f"Invalid value for argument {argument}. Expected a matrix of shape "
+                f"{(size, dim)} (vocabulary size, embedding_dim). Received: a value of "
+                f"shape {shape}"
+            )
+        weights = [weights]
+    return keras.layers.Embedding(
+        size,
+        dim,
+        mask_zero=True,
+        weights=weights,
+        dtype=dtype,
+        name=name,
+        **initializer_arguments(initializer, "embeddings_initializer"),
+    )
+
+
+def unreverse(weights, source):
+    """Attention weights `(B, T, S)` over the reversed source (`reverse_tokens`) put back in
+    the order of `source`'s positions."""
+    order = ops.argsort(_reversal_key(source), axis=-1)
+    inverse = ops.expand_dims(ops.argsort(order, axis=-1), 1)
+    return ops.take_along_axis(weights, ops.broadcast_to(inverse, ops.shape(weights)), axis=-1)
+
+
+def _reversal_key(ids):
+    length = ops.shape(ids)[1]
+    positions = ops.expand_dims(ops.arange(length, dtype="int32"), 0)
+    # Real tokens sort by decreasing position, ahead of every padding position.
+    return ops.where(ops.not_equal(ids, 0), -positions, length + positions)
+
+
+def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0):
+    """The encoder's layer `index` (from 0): an LSTM or GRU layer returning its sequence and
+    final states; bidirectional: `units // 2` a direction, in `keras.layers.Bidirectional`."""
+    name = "encoder" if index == 0 else f"encoder_{index + 1}"
+    layer_class = keras.layers.LSTM if cell == "lstm" else keras.layers.GRU
+    arguments = recurrent_arguments(initializer)
+    if cell == "gru":
+        arguments.pop("unit_forget_bias", None)
+    layer = layer_class(
         units // 2 if bidirectional else units,
         return_sequences=True,
         return_state=True,
         dtype=dtype,
-        name="encoder",
-        **recurrent_arguments(initializer),
+        name=name,
+        **arguments,
     )
     if bidirectional:
-        encoder = keras.layers.Bidirectional(encoder, dtype=dtype, name="bidirectional")
-    return encoder
+        # The first layer keeps the name of the single encoder of earlier releases.
+        wrapper = "bidirectional" if name == "encoder" else f"bidirectional_{name}"
+        layer = keras.layers.Bidirectional(layer, dtype=dtype, name=wrapper)
+    return layer
+
+
+def run_recurrent_layers(layers, embedded, mask, dropout, training=None):
+    """`(sequence, final_states)` of recurrent layers stacked over `embedded`: each layer reads
+    the sequence below it (through `dropout`, as the embeddings do); `final_states` as the
+    encoder contract says, directions concatenated per state."""
+    sequence, final_states = embedded, []
+    for index, layer in enumerate(layers):
+        if index:
+            sequence = dropout(sequence, training=training)
+        sequence, *states = run_encoder(layer, sequence, mask, training)
+        if isinstance(layer, keras.layers.Bidirectional):
+            half = len(states) // 2
+            states = [
+                ops.concatenate([forward, backward], axis=-1)
+                for forward, backward in zip(states[:half], states[half:], strict=True)
+            ]
+        final_states.append(states)
+    return sequence, final_states
+
+
+def reverse_tokens(ids):
+    """Each row's real tokens (non-zero) in reverse order, first, then its padding: the
+    reversed source of Sutskever et al. and of Luong et al.'s models."""
+    return ops.take_along_axis(ids, ops.argsort(_reversal_key(ids), axis=-1), axis=-1)
+
+
+def state_kinds(cell, layers=1):
+    """`"h"` or `"c"` for each of a decoder cell's flattened states: `"lstm"` (`layers` of them)
+    or an `LSTMCell`, `h, c`; `"gru"`, `h`; a stacked cell's, its cells' in order; any other
+    cell's states are all `"h"`."""
+    if isinstance(cell, str):
+        return (["h", "c"] if cell == "lstm" else ["h"]) * layers
+    if isinstance(cell, keras.layers.LSTMCell):
+        return ["h", "c"]
+    if isinstance(cell, keras.layers.StackedRNNCells):
+        return [kind for inner in cell.cells for kind in state_kinds(inner)]
+    sizes = cell.state_size if isinstance(cell.state_size, (list, tuple)) else [cell.state_size]
+    return ["h"] * len(keras.tree.flatten(sizes))
+
+
+def check_bridge(bridge, encoder_cell, encoder_layers, decoder_cell, decoder_layers):
+    """The `bridge` argument, checked against the parts it joins (`"copy"` passes encoder layer
+    `l`'s final states to decoder layer `l`, so both stacks must have the same depth and cell)."""
+    check_one_of("bridge", bridge, BRIDGES)
+    if bridge != "copy":
+        return bridge
+    if not isinstance(encoder_cell, str) or not isinstance(decoder_cell, str):
+        return bridge  # checked against the states themselves when they are made
+    if encoder_layers != decoder_layers or encoder_cell != decoder_cell:
+        raise ValueError(
+            "bridge='copy' passes each encoder layer's final states to the decoder layer of "
+            "the same depth, so the encoder and decoder need the same number of layers and "
+            f"the same cell. Received: bridge='copy' with encoder_layers={encoder_layers}, "
+            f"encoder_cell={encoder_cell!r}, decoder_layers={decoder_layers}, "
+            f"decoder_cell={decoder_cell!r}"
+        )
+    return bridge
+
+
+def bridge_states(bridge, final_states, kinds, sizes, dense, batch_like):
+    """The decoder cell's initial states from the encoder's per-layer `final_states`.
+
+    `"learned"`: `dense["h"](h)` (and `dense["c"](c)`, from `h` where the encoder keeps no
+    carry) of the top encoder layer, for every decoder state of that kind; `"zeros"`; `"copy"`:
+    the encoder's final states, layer for layer, as they are."""
+    if bridge == "zeros":
+        batch = ops.shape(batch_like)[0]
+        return [ops.zeros((batch, size), dtype=batch_like.dtype) for size in sizes]
+    if bridge == "learned":
+        top = final_states[-1]
+        made = {"h": dense["h"](top[0])}
+        if "c" in kinds:
+            made["c"] = dense["c"](top[1] if len(top) > 1 else top[0])
+        return [made[kind] for kind in kinds]
+    copied = [state for layer in final_states for state in layer]
+    shapes = [int(state.shape[-1]) for state in copied]
+    if shapes != list(sizes):
+        raise ValueError(
+            "bridge='copy' passes the encoder's final states to the decoder as they are, so "
+            f"their sizes must be the decoder cell's state sizes {list(sizes)}. Received: "
+            f"final states of sizes {shapes}"
+        )
+    return copied
+
+
+def decoder_cells(cell, units, layers, dtype, initializer=None):
+    """The decoder's Keras RNN cell: `layers` LSTM or GRU cells of `units` (stacked when more
+    than one), or `cell` itself when it is a cell object."""
+    if not isinstance(cell, str):
+        return cell
+    check_one_of("decoder_cell", cell, CELLS)
+    if cell == "lstm":
+        make = lambda: keras.layers.LSTMCell(  # noqa: E731
+            units, dtype=dtype, **recurrent_arguments(initializer)
+        )
+    else:
+        make = lambda: keras.layers.GRUCell(  # noqa: E731
+            units,
+            dtype=dtype,
+            **initializer_arguments(
+                initializer, "kernel_initializer", "recurrent_initializer", "bias_initializer"
+            ),
+        )
+    cells = [make() for _ in range(layers)]
+    return keras.layers.StackedRNNCells(cells, dtype=dtype) if layers > 1 else cells[0]
 
 
 def attention_decoder(
-    units,
-    layers,
-    attention,
-    timing,
-    dtype,
-    initializer=None,
-    input_feeding=True,
-    output_attention=True,
+    cell, attention, timing, units, dtype, input_feeding=True, output_attention=True
 ):
-    """`layers` LSTM cells of `units` (stacked when more than one) around `attention`, in
-    Luong's decoder (`timing="luong"`) or Bahdanau's."""
-    cells = [
-        keras.layers.LSTMCell(units, dtype=dtype, **recurrent_arguments(initializer))
-        for _ in range(layers)
-    ]
-    cell = keras.layers.StackedRNNCells(cells, dtype=dtype) if layers > 1 else cells[0]
+    """A decoder around `cell` and `attention`: Luong's (`timing="luong"`) or Bahdanau's."""
     if timing == "luong":
         return LuongDecoder(
             cell,

@@ -26,8 +26,20 @@ from keras_luong.generator import step_logits
 from keras_luong.initializers import dense_arguments, initializer_arguments
 from keras_luong.loops import step_call
 from keras_luong.losses import ReplicaTokenWeighting
-from keras_luong.masked_lstm import run_encoder
-from keras_luong.model_parts import attention_decoder, lstm_encoder
+from keras_luong.model_parts import (
+    CELLS,
+    attention_decoder,
+    bridge_states,
+    check_bridge,
+    decoder_cells,
+    embedding,
+    recurrent_layer,
+    reverse_tokens,
+    run_recurrent_layers,
+    state_kinds,
+    unreverse,
+)
+from keras_luong.paper import paper_model
 from keras_luong.token_ids import known_ids
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
 
@@ -111,6 +123,30 @@ class LuongSeq2Seq(
             LSTM, and projects the maxout deep output of `[s_t; c_t; y_{t-1}]` (`units` wide).
             Every alignment and score works with either; `input_feeding` and
             `output_attention` are Luong's and keep their defaults with `"bahdanau"`.
+        encoder: Optional encoder layer of your own, in place of the built-in recurrent one:
+            called as `encoder(embedded, mask=source_mask, training=training)`, it returns
+            `(sequence, sequence_mask, final_states)` (the encoder contract of
+            `keras_luong.model_parts`; `final_states` one list `[h]` or `[h, c]` per layer).
+            `bidirectional`, `encoder_layers` and `encoder_cell` are then its own business.
+        encoder_layers: Stacked recurrent layers in the built-in encoder (each bidirectional
+            when `bidirectional`; `dropout` between them). Defaults to 1.
+        encoder_cell: `"lstm"` (the default) or `"gru"`.
+        reverse_source: Read each source backwards (its real tokens in reverse order), as
+            Sutskever et al. and Luong et al. did. Attention weights returned by `call` are
+            put back in the source's order. Defaults to `False`.
+        decoder_cell: `"lstm"` (the default), `"gru"` (`decoder_layers` of them), or any Keras
+            RNN cell object, which is then the whole cell (`decoder_layers` stays 1; stack
+            cells with `keras.layers.StackedRNNCells`).
+        bridge: How the decoder's first states come from the encoder's final ones:
+            `"learned"` (the default: `tanh(W_h h)`, `tanh(W_c c)` of the top encoder layer,
+            given to every decoder layer), `"zeros"`, or `"copy"` (encoder layer `l`'s final
+            states start decoder layer `l`, as in the paper: same depth, cell and size).
+        share_embeddings: One embedding matrix for source and target (their vocabularies must
+            have one size, and mean the same ids). Defaults to `False`.
+        source_embeddings: Optional matrix `(source_vocabulary_size, embedding_dim)` to start
+            the source embedding from (pretrained vectors); not stored in the config, the
+            weights carry it.
+        target_embeddings: The same for the target embedding.
         **kwargs: Base model keyword arguments.
 
     Example:
@@ -162,6 +198,15 @@ class LuongSeq2Seq(
         attention_timing="luong",
         output_initializer=None,
         initializer=None,
+        encoder=None,
+        encoder_layers=1,
+        encoder_cell="lstm",
+        reverse_source=False,
+        decoder_cell="lstm",
+        bridge="learned",
+        share_embeddings=False,
+        source_embeddings=None,
+        target_embeddings=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -173,8 +218,27 @@ class LuongSeq2Seq(
             ("units", units),
             ("embedding_dim", embedding_dim),
             ("decoder_layers", decoder_layers),
+            ("encoder_layers", encoder_layers),
         ):
             check_integer(name, value)
+        check_one_of("encoder_cell", encoder_cell, CELLS)
+        if not isinstance(decoder_cell, str) and decoder_layers != 1:
+            raise ValueError(
+                "A decoder cell given as an object is the whole cell (stack it with "
+                "keras.layers.StackedRNNCells), so decoder_layers must stay 1. "
+                f"Received: decoder_layers={decoder_layers!r}"
+            )
+        check_bridge(
+            bridge, encoder_cell if encoder is None else None, encoder_layers,
+            decoder_cell, decoder_layers,
+        )  # fmt: skip
+        if share_embeddings and source_vocabulary_size != target_vocabulary_size:
+            raise ValueError(
+                "share_embeddings=True uses one embedding matrix for both sides, so both "
+                "vocabularies must have one size. Received: "
+                f"source_vocabulary_size={source_vocabulary_size}, "
+                f"target_vocabulary_size={target_vocabulary_size}"
+            )
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout)
         if isinstance(alignment, str):
@@ -194,7 +258,7 @@ class LuongSeq2Seq(
                     f"[1, target_vocabulary_size={target_vocabulary_size}). "
                     f"Received: {name}={value!r}"
                 )
-        if bidirectional and units % 2:
+        if bidirectional and units % 2 and encoder is None:
             raise ValueError(
                 "A bidirectional encoder splits units between its two directions, so units "
                 f"must be even. Received: units={units!r}"
@@ -220,6 +284,12 @@ class LuongSeq2Seq(
         self.end_token = end_token
         self.scheduled_sampling = scheduled_sampling
         self.attention_timing = attention_timing
+        self.encoder_layers = encoder_layers
+        self.encoder_cell = encoder_cell
+        self.reverse_source = reverse_source
+        self.bridge = bridge
+        self.share_embeddings = share_embeddings
+        self.user_encoder = encoder is not None
         self.initializer = init = (
             None if initializer is None else keras.initializers.get(initializer)
         )
@@ -239,27 +309,34 @@ class LuongSeq2Seq(
             self.sampling_probability = sampling_probability
         dtype = self.dtype_policy
 
-        self.source_embedding = keras.layers.Embedding(
-            source_vocabulary_size,
-            embedding_dim,
-            mask_zero=True,
-            dtype=dtype,
-            name="source_embedding",
-            **initializer_arguments(init, "embeddings_initializer"),
-        )
-        self.encoder = lstm_encoder(units, bidirectional, dtype, init)
-        self.bridge_h, self.bridge_c = (
-            keras.layers.Dense(units, "tanh", dtype=dtype, name=name, **dense_arguments(init))
-            for name in ("bridge_h", "bridge_c")
-        )
-        self.target_embedding = keras.layers.Embedding(
-            target_vocabulary_size,
-            embedding_dim,
-            mask_zero=True,
-            dtype=dtype,
-            name="target_embedding",
-            **initializer_arguments(init, "embeddings_initializer"),
-        )
+        self.source_embedding = embedding(
+            source_vocabulary_size, embedding_dim, source_embeddings, "source_embeddings",
+            dtype, init, "source_embedding",
+        )  # fmt: skip
+        if encoder is not None:  # a layer meeting the encoder contract (model_parts)
+            self.encoder, self.encoder_stack = encoder, []
+        else:
+            self.encoder, *self.encoder_stack = (
+                recurrent_layer(encoder_cell, units, bidirectional, dtype, init, index)
+                for index in range(encoder_layers)
+            )
+        # The bridge's layers before the target embedding: the order the layers draw their
+        # initial weights in stays that of earlier releases.
+        self.state_kinds = state_kinds(decoder_cell, decoder_layers)
+        if bridge == "learned":
+            self.bridge_h, self.bridge_c = (
+                keras.layers.Dense(units, "tanh", dtype=dtype, name=name, **dense_arguments(init))
+                if kind in self.state_kinds
+                else None
+                for kind, name in (("h", "bridge_h"), ("c", "bridge_c"))
+            )
+        if share_embeddings:
+            self.target_embedding = self.source_embedding
+        else:
+            self.target_embedding = embedding(
+                target_vocabulary_size, embedding_dim, target_embeddings, "target_embeddings",
+                dtype, init, "target_embedding",
+            )  # fmt: skip
         attention = alignment
         if isinstance(alignment, str):
             attention = make_attention(
@@ -275,8 +352,10 @@ class LuongSeq2Seq(
                 **initializer_arguments(init, "kernel_initializer"),
                 **(self.attention_arguments or {}),
             )
+        self.decoder_cell = decoder_cell if isinstance(decoder_cell, str) else None
+        cell = decoder_cells(decoder_cell, units, decoder_layers, dtype, init)
         self.decoder = attention_decoder(
-            units, decoder_layers, attention, attention_timing, dtype, init,
+            cell, attention, attention_timing, units, dtype,
             input_feeding=input_feeding, output_attention=output_attention,
         )  # fmt: skip
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
@@ -288,21 +367,72 @@ class LuongSeq2Seq(
             **initializer_arguments(init, "bias_initializer"),
         )
 
+    @classmethod
+    def paper(
+        cls,
+        source_vocabulary_size=50000,
+        target_vocabulary_size=50000,
+        alignment="predictive",
+        score_mode="general",
+        input_feeding=True,
+        dropout=0.2,
+        **overrides,
+    ):
+        """The model of Luong, Pham and Manning (2015, section 4.1): 4 stacked LSTM layers of
+        1000 cells in the encoder and the decoder, 1000-dimensional embeddings, the source
+        reversed, every weight uniform in ±0.1, the decoder started from the encoder's final
+        states layer for layer (`bridge="copy"`). The defaults are their best single model
+        (local-p attention, general score, input feeding, dropout 0.2); Table 1's other
+        attentional rows are `alignment="global", score_mode="location"` (with
+        `max_source_length`), `input_feeding=False` and `dropout=0.0`. `overrides` replace any
+        other argument (for example `units=` for a smaller run).
+
+        Train it as they did: `keras.optimizers.SGD(HalvingSchedule(steps_per_epoch,
+        halve_after=5), global_clipnorm=5.0)` for 10 epochs (12 epochs and `halve_after=8`
+        with dropout), batches of 128 pairs, sentences over 50 words dropped.
+
+        Args:
+            source_vocabulary_size: Source ids. Defaults to 50000 (the paper's 50K words).
+            target_vocabulary_size: Target ids. Defaults to 50000.
+            alignment: Defaults to `"predictive"` (local-p).
+            score_mode: Defaults to `"general"`.
+            input_feeding: Defaults to `True`.
+            dropout: Defaults to 0.2.
+            **overrides: Any other argument of `LuongSeq2Seq`, replacing the paper's.
+        """
+        return paper_model(
+            source_vocabulary_size, target_vocabulary_size, alignment, score_mode,
+            input_feeding, dropout, **overrides,
+        )  # fmt: skip
+
     def encode(self, source, training=None):
         """`(value, value_mask, decoder_cell_states)` for source ids `(B, S)`: the encoder
-        states, their mask and the bridged initial states of the decoder's cell."""
+        states, their mask and the bridged initial states of the decoder's cell. With
+        `reverse_source=True` the states are those of the reversed source (each row's real
+        tokens in reverse order, then its padding)."""
         source = known_ids(source, self.source_vocabulary_size)
+        if self.reverse_source:
+            source = reverse_tokens(source)
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
-        value, *states = run_encoder(self.encoder, embedded, source_mask, training)
-        if self.bidirectional:
-            forward_h, forward_c, backward_h, backward_c = states
-            h = ops.concatenate([forward_h, backward_h], axis=-1)
-            c = ops.concatenate([forward_c, backward_c], axis=-1)
+        if self.user_encoder:
+            # A copy: the embedding's Keras mask stays behind (the mask is an argument).
+            value, value_mask, final_states = self.encoder(
+                ops.copy(embedded), mask=source_mask, training=training
+            )
+            value_mask = source_mask if value_mask is None else value_mask
         else:
-            h, c = states
-        h, c = self.bridge_h(h), self.bridge_c(c)
-        return value, source_mask, [h, c] * self.decoder_layers
+            value, final_states = run_recurrent_layers(
+                [self.encoder, *self.encoder_stack], embedded, source_mask,
+                self.dropout_layer, training,
+            )  # fmt: skip
+            value_mask = source_mask
+        dense = {"h": getattr(self, "bridge_h", None), "c": getattr(self, "bridge_c", None)}
+        states = bridge_states(
+            self.bridge, final_states, self.state_kinds, self.decoder.cell.cell_state_size,
+            dense, value,
+        )  # fmt: skip
+        return value, value_mask, states
 
     def call(self, inputs, training=None, return_attention_scores=False):
         source, target_in = unpack_inputs(inputs)
@@ -325,6 +455,8 @@ class LuongSeq2Seq(
             return_attention_scores=return_attention_scores,
         )
         attentional, weights = decoded if return_attention_scores else (decoded, None)
+        if weights is not None and self.reverse_source and not self.user_encoder:
+            weights = unreverse(weights, known_ids(source, self.source_vocabulary_size))
         logits = self.projection(self.dropout_layer(attentional, training=training))
         if return_attention_scores:
             return logits, weights
@@ -356,13 +488,21 @@ class LuongSeq2Seq(
         config["sampling_probability"] = probability
         for name in ("output_initializer", "initializer"):
             config[name] = keras.initializers.serialize(getattr(self, name))
+        # Parts given as objects travel as their configs; names as names.
+        config["encoder"] = (
+            keras.saving.serialize_keras_object(self.encoder) if self.user_encoder else None
+        )
+        config["decoder_cell"] = self.decoder_cell or keras.saving.serialize_keras_object(
+            self.decoder.cell.cell
+        )
         return config
 
     @classmethod
     def from_config(cls, config):
-        if isinstance(config.get("alignment"), dict):  # an attention layer
-            alignment = keras.saving.deserialize_keras_object(config["alignment"])
-            config = {**config, "alignment": alignment}
+        config = dict(config)
+        for name in ("alignment", "encoder", "decoder_cell"):  # parts given as objects
+            if isinstance(config.get(name), dict):
+                config[name] = keras.saving.deserialize_keras_object(config[name])
         return cls(**config)
 
 
@@ -387,4 +527,9 @@ _CONFIG = (
     "end_token",
     "scheduled_sampling",
     "attention_timing",
+    "encoder_layers",
+    "encoder_cell",
+    "reverse_source",
+    "bridge",
+    "share_embeddings",
 )

@@ -1,0 +1,163 @@
+"""What an ensemble and checkpoint averaging buy on Multi30k, and what they cost to decode.
+
+    KERAS_BACKEND=jax python benchmarks/ensemble.py --data ../shared/data/multi30k-en-de \\
+        --members 4 --epochs 3 --output-dir /tmp/ensemble
+
+Trains `--members` models with the translation page's recipe (one per seed, 8,000 joint
+subwords, every weight uniform in ±0.1, Adam 2e-3, label smoothing 0.1), saving each epoch's
+weights; then decodes test2016 with beam search (`--beams`, length penalty
+`--length-penalty`) by each member, by `Ensemble`s of the first 2 and of all members, and by
+`average_models` of each member's last `--average` epochs, and prints the BLEU (tokenized,
+lowercased text: the published table's) and the decoding seconds of each, with the ensembles'
+time over the sum of their members'. Each decoder is timed on its second call (compiled).
+Members already saved in `--output-dir` are reused, so the decoding part runs alone with
+`--epochs 0`.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
+    parser.add_argument("--members", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--average", type=int, default=2, help="last epochs averaged")
+    parser.add_argument("--beams", type=int, default=5)
+    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--output-dir", default="ensemble_runs")
+    return parser.parse_args(argv)
+
+
+def train_member(seed, data, vocabulary, epochs, directory):
+    import keras
+
+    from keras_luong import BucketedBatches, LuongSeq2Seq, SequenceLoss
+
+    keras.utils.set_random_seed(seed)
+    (train_src, train_tgt), (valid_src, valid_tgt) = data["train"], data["validation"]
+    encode = vocabulary.encode
+
+    def batches(sources, targets, shuffle):
+        return BucketedBatches(
+            [encode(s) for s in sources],
+            [encode(t) for t in targets],
+            tokens_per_batch=2048,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    model = LuongSeq2Seq(
+        len(vocabulary),
+        len(vocabulary),
+        units=256,
+        embedding_dim=128,
+        dropout=0.3,
+        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+    )
+    model.set_vocabularies(vocabulary, vocabulary)
+    model.compile(keras.optimizers.Adam(2e-3, clipnorm=5.0), SequenceLoss(label_smoothing=0.1))
+    checkpoints = keras.callbacks.ModelCheckpoint(
+        os.path.join(directory, f"member{seed}-epoch{{epoch}}.weights.h5"),
+        save_weights_only=True,
+    )
+    schedule = keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1)
+    started = time.perf_counter()
+    model.fit(
+        batches(train_src, train_tgt, True),
+        validation_data=batches(valid_src, valid_tgt, False),
+        epochs=epochs,
+        callbacks=[checkpoints, schedule],
+        verbose=2,
+        shuffle=False,
+    )
+    model.save(os.path.join(directory, f"member{seed}.keras"))
+    return time.perf_counter() - started
+
+
+def averaged_member(seed, epochs, count, directory):
+    import keras
+
+    from keras_luong import average_models
+
+    path = os.path.join(directory, f"member{seed}.keras")
+    model = keras.saving.load_model(path)
+    snapshots = []
+    for epoch in range(epochs - count + 1, epochs + 1):
+        snapshot = keras.saving.load_model(path)
+        snapshot.load_weights(os.path.join(directory, f"member{seed}-epoch{epoch}.weights.h5"))
+        snapshots.append(snapshot)
+    averaged = average_models(snapshots)
+    averaged.set_vocabularies(model.source_vocabulary, model.target_vocabulary)
+    return averaged
+
+
+def decode(model, sources, sampler):
+    model.translate(sources[:64], sampler=sampler, max_length=80)  # compiles
+    started = time.perf_counter()
+    hypotheses = model.translate(sources, sampler=sampler, max_length=80)
+    return hypotheses, time.perf_counter() - started
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import keras
+
+    from keras_luong import BeamSearchSampler, Ensemble, SubwordVocabulary
+    from keras_luong.datasets import multi30k
+    from keras_luong.evaluation import corpus_bleu
+
+    os.makedirs(args.output_dir, exist_ok=True)
+    data = multi30k.load_data(args.data)
+    train_src, train_tgt = data["train"]
+    vocabulary = SubwordVocabulary.train(train_src + train_tgt, vocabulary_size=8000, seed=0)
+    for seed in range(args.members):
+        if args.epochs and not os.path.exists(os.path.join(args.output_dir, f"member{seed}.keras")):
+            seconds = train_member(seed, data, vocabulary, args.epochs, args.output_dir)
+            print(f"member {seed}: trained {args.epochs} epochs in {seconds / 60:.1f} min")
+    members = [
+        keras.saving.load_model(os.path.join(args.output_dir, f"member{seed}.keras"))
+        for seed in range(args.members)
+    ]
+    test_src, test_tgt = data["test2016"]
+    sampler = BeamSearchSampler(args.beams, length_penalty=args.length_penalty)
+    rows = []
+
+    def score(name, model, parts=None):
+        hypotheses, seconds = decode(model, test_src, sampler)
+        row = {"decoder": name, "bleu": corpus_bleu(hypotheses, test_tgt), "seconds": seconds}
+        if parts:
+            row["time_over_members"] = seconds / sum(rows[i]["seconds"] for i in parts)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    for seed, member in enumerate(members):
+        score(f"member {seed}", member)
+    score("ensemble of 2", Ensemble(members[:2]), parts=[0, 1])
+    if len(members) > 2:
+        score(f"ensemble of {len(members)}", Ensemble(members), parts=list(range(len(members))))
+    if args.epochs >= args.average > 1:
+        for seed in range(min(2, args.members)):
+            averaged = averaged_member(seed, args.epochs, args.average, args.output_dir)
+            score(f"member {seed}, last {args.average} epochs averaged", averaged)
+    best = max(
+        r["bleu"] for r in rows if r["decoder"].startswith("member ") and "," not in r["decoder"]
+    )
+    print(f"\ntest2016, beam {args.beams}, length penalty {args.length_penalty}")
+    print("| decoder | BLEU | over the best member | decoding s | time over its members' sum |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        ratio = f"{r['time_over_members']:.2f}" if "time_over_members" in r else ""
+        print(f"| {r['decoder']} | {r['bleu']:.2f} | {r['bleu'] - best:+.2f} | "
+              f"{r['seconds']:.1f} | {ratio} |")  # fmt: skip
+    with open(os.path.join(args.output_dir, "results.json"), "w") as out:
+        json.dump(rows, out, indent=1)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
