@@ -66,6 +66,46 @@ def runs_of(package, data):
     }
 
 
+def batch_data(vocabulary=1000, batch=64, length=30):
+    """Random source and target ids `(batch, length)` and `(batch, length + 1)`, each row
+    padded after a random length of at least half."""
+    rng = np.random.default_rng(0)
+    source = rng.integers(3, vocabulary, (batch, length)).astype("int32")
+    target = rng.integers(3, vocabulary, (batch, length + 1)).astype("int32")
+    padding = np.arange(length)[None] >= rng.integers(length // 2, length + 1, batch)[:, None]
+    source[padding] = 0
+    target[:, 1:][padding] = 0
+    return source, target
+
+
+def interleaved_medians(versions, cases, rounds, calls):
+    """`{(version, case): median seconds}` of every version's calls, compiled first, then
+    timed in rounds whose order of versions alternates."""
+    times = {(version, case): [] for version in versions for case in cases}
+    for runs in versions.values():
+        for case in cases:
+            runs[case]()  # compiles
+    for round_ in range(rounds):
+        order = list(versions) if round_ % 2 == 0 else list(versions)[::-1]
+        for case in cases:
+            for version in order:
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    versions[version][case]()
+                    times[(version, case)].append(time.perf_counter() - start)
+    return {key: float(np.median(value)) for key, value in times.items()}
+
+
+def print_ratios(medians, cases, this, other, rounds, calls):
+    import keras
+
+    print(f"backend {keras.backend.backend()}, {rounds} rounds of {calls} calls, medians")
+    print(f"{'case':<12} {this + ' ms':>14} {other + ' ms':>14} {'ratio':>7}")
+    for case in cases:
+        a, b = medians[(this, case)] * 1e3, medians[(other, case)] * 1e3
+        print(f"{case:<12} {a:14.1f} {b:14.1f} {a / b:7.3f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True, help="the other checkout's root folder")
@@ -73,39 +113,16 @@ def main():
     parser.add_argument("--calls", type=int, default=3, help="calls per version and round")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     args = parser.parse_args()
-    import keras
-
     import keras_luong
 
-    rng = np.random.default_rng(0)
-    batch, length = 64, 30
-    source = rng.integers(3, 1000, (batch, length)).astype("int32")
-    target = rng.integers(3, 1000, (batch, length + 1)).astype("int32")
-    padding = np.arange(length)[None] >= rng.integers(length // 2, length + 1, batch)[:, None]
-    source[padding] = 0
-    target[:, 1:][padding] = 0
+    data = batch_data()
     with tempfile.TemporaryDirectory() as folder:
         versions = {
-            "this": runs_of(keras_luong, (source, target)),
-            "baseline": runs_of(load_baseline(args.baseline, folder), (source, target)),
+            "this": runs_of(keras_luong, data),
+            "baseline": runs_of(load_baseline(args.baseline, folder), data),
         }
-        times = {(version, case): [] for version in versions for case in args.cases}
-        for runs in versions.values():
-            for case in args.cases:
-                runs[case]()  # compiles
-        for round_ in range(args.rounds):
-            order = list(versions) if round_ % 2 == 0 else list(versions)[::-1]
-            for case in args.cases:
-                for version in order:
-                    for _ in range(args.calls):
-                        start = time.perf_counter()
-                        versions[version][case]()
-                        times[(version, case)].append(time.perf_counter() - start)
-    print(f"backend {keras.backend.backend()}, {args.rounds} rounds of {args.calls} calls, medians")
-    print(f"{'case':<12} {'this ms':>9} {'baseline ms':>12} {'ratio':>7}")
-    for case in args.cases:
-        this, base = (np.median(times[(v, case)]) * 1e3 for v in ("this", "baseline"))
-        print(f"{case:<12} {this:9.1f} {base:12.1f} {this / base:7.3f}")
+        medians = interleaved_medians(versions, args.cases, args.rounds, args.calls)
+    print_ratios(medians, args.cases, "this", "baseline", args.rounds, args.calls)
 
 
 if __name__ == "__main__":

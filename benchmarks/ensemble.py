@@ -115,6 +115,10 @@ def main(argv=None):
     data = multi30k.load_data(args.data)
     train_src, train_tgt = data["train"]
     vocabulary = SubwordVocabulary.train(train_src + train_tgt, vocabulary_size=8000, seed=0)
+    # Epochs trained: this run's, or with --epochs 0 the saved checkpoints' count.
+    trained_epochs = args.epochs or len(
+        [f for f in os.listdir(args.output_dir) if f.startswith("member0-epoch")]
+    )
     for seed in range(args.members):
         if args.epochs and not os.path.exists(os.path.join(args.output_dir, f"member{seed}.keras")):
             seconds = train_member(seed, data, vocabulary, args.epochs, args.output_dir)
@@ -127,33 +131,33 @@ def main(argv=None):
     sampler = BeamSearchSampler(args.beams, length_penalty=args.length_penalty)
     rows = []
 
-    def score(name, model, parts=None):
+    def score(name, model, parts):
         hypotheses, seconds = decode(model, test_src, sampler)
         row = {"decoder": name, "bleu": corpus_bleu(hypotheses, test_tgt), "seconds": seconds}
-        if parts:
+        if len(parts) > 1:  # an ensemble: against its members
+            row["over_best_member"] = row["bleu"] - max(rows[i]["bleu"] for i in parts)
             row["time_over_members"] = seconds / sum(rows[i]["seconds"] for i in parts)
+        elif not name.startswith("member "):  # an average: against the member it came from
+            row["over_best_member"] = row["bleu"] - rows[parts[0]]["bleu"]
         rows.append(row)
         print(json.dumps(row), flush=True)
 
     for seed, member in enumerate(members):
-        score(f"member {seed}", member)
-    score("ensemble of 2", Ensemble(members[:2]), parts=[0, 1])
+        score(f"member {seed}", member, [seed])
+    score("ensemble of 2", Ensemble(members[:2]), [0, 1])
     if len(members) > 2:
-        score(f"ensemble of {len(members)}", Ensemble(members), parts=list(range(len(members))))
-    if args.epochs >= args.average > 1:
+        score(f"ensemble of {len(members)}", Ensemble(members), list(range(len(members))))
+    if trained_epochs >= args.average > 1:
         for seed in range(min(2, args.members)):
-            averaged = averaged_member(seed, args.epochs, args.average, args.output_dir)
-            score(f"member {seed}, last {args.average} epochs averaged", averaged)
-    best = max(
-        r["bleu"] for r in rows if r["decoder"].startswith("member ") and "," not in r["decoder"]
-    )
+            averaged = averaged_member(seed, trained_epochs, args.average, args.output_dir)
+            score(f"average of member {seed}'s last {args.average} epochs", averaged, [seed])
     print(f"\ntest2016, beam {args.beams}, length penalty {args.length_penalty}")
-    print("| decoder | BLEU | over the best member | decoding s | time over its members' sum |")
+    print("| decoder | BLEU | over its best member | decoding s | time over its members' sum |")
     print("|---|---:|---:|---:|---:|")
     for r in rows:
+        gain = f"{r['over_best_member']:+.2f}" if "over_best_member" in r else ""
         ratio = f"{r['time_over_members']:.2f}" if "time_over_members" in r else ""
-        print(f"| {r['decoder']} | {r['bleu']:.2f} | {r['bleu'] - best:+.2f} | "
-              f"{r['seconds']:.1f} | {ratio} |")  # fmt: skip
+        print(f"| {r['decoder']} | {r['bleu']:.2f} | {gain} | {r['seconds']:.1f} | {ratio} |")
     with open(os.path.join(args.output_dir, "results.json"), "w") as out:
         json.dump(rows, out, indent=1)
 

@@ -181,6 +181,23 @@ class BucketedBatches(keras.utils.PyDataset):
         self._plan()
         return self
 
+    @property
+    def largest_ids(self):
+        """`(largest source id, largest target id)` of the batches, the start and end ids
+        included: found once, and checked by `LuongSeq2Seq.fit` and `evaluate` against the
+        model's vocabulary sizes before training (an id past them would be read as the
+        unknown id, with no error). A prepared corpus's ids are below its vocabulary's size."""
+        if getattr(self, "_largest_ids", None) is None:
+            ends = max(self.start_token, self.end_token)
+            if isinstance(self.pairs, PreparedCorpus):
+                top = len(self.pairs.vocabulary) - 1
+                self._largest_ids = (top, max(top, ends))
+            else:
+                source = max((int(max(s)) for s in self.pairs.sources if len(s)), default=0)
+                target = max((int(max(t)) for t in self.pairs.targets if len(t)), default=0)
+                self._largest_ids = (source, max(target, ends))
+        return self._largest_ids
+
     def __len__(self):
         return len(self.batches)
 

@@ -224,7 +224,19 @@ class TokenIdChecks:
     `target_vocabulary_size`, and takes `(source, target_in)` (a tuple or a dict)."""
 
     def _check_data(self, x, y=None):
-        """Checks the token ids of `(source, target_in)` and `y` given as arrays."""
+        """Checks the token ids of `(source, target_in)` and `y` given as arrays, and of a
+        batch source that knows its largest ids (`BucketedBatches.largest_ids`)."""
+        largest = getattr(x, "largest_ids", None)
+        if isinstance(largest, tuple):
+            sizes = (self.source_vocabulary_size, self.target_vocabulary_size)
+            for side, value, size in zip(("source", "target"), largest, sizes, strict=True):
+                if value >= size:
+                    raise ValueError(
+                        f"Invalid value for argument x: its {side} ids reach {value}, past the "
+                        f"model's {side}_vocabulary_size={size} (ids are in [0, {size})). "
+                        f"Received: x={type(x).__name__} with a {side} id {value}"
+                    )
+            return
         if isinstance(x, dict):
             x = (x.get("source"), x.get("target_in"))
         if isinstance(x, (tuple, list)) and len(x) == 2:
@@ -234,8 +246,11 @@ class TokenIdChecks:
         check_token_ids("y", y, self.target_vocabulary_size)  # (B, T) or (B, T, 1)
 
     def fit(self, x=None, y=None, *args, **kwargs):
-        """`keras.Model.fit`, with the token ids checked first."""
+        """`keras.Model.fit`, with the token ids checked first (the validation data's too)."""
         self._check_data(x, y)
+        validation = kwargs.get("validation_data")
+        if validation is not None and not isinstance(validation, (tuple, list)):
+            self._check_data(validation)
         return super().fit(x, y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):

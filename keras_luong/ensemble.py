@@ -33,7 +33,9 @@ class Ensemble(GenerationMixin, keras.Model):
 
     Members may differ in architecture, attention and size; they read the same source ids
     (one source vocabulary) and write the same target ids: their vocabulary sizes, start and
-    end tokens must agree. `translate` uses the first member's vocabularies that has them.
+    end tokens, and their vocabularies where they have them, must agree (members trained on
+    vocabularies of their own cannot share ids). `translate` uses the vocabularies of the
+    first member that has them.
     Any model that meets the generation contract (`GenerationMixin`) can be a member.
 
     Args:
@@ -105,10 +107,9 @@ class Ensemble(GenerationMixin, keras.Model):
         `(rows, V)` in float32 (plus `logits_bias`), the first member's hidden state, every
         member's new states (one flat list), and the weighted mean attention if asked for."""
         states = list(states)
-        terms, new_states, attention, hidden = [], [], None, None
-        start = 0
-        for member, member_memory, count, weight in zip(
-            self.members, memory["members"], memory["counts"], self.member_weights, strict=True
+        outputs, new_states, hidden, start = [], [], None, 0
+        for member, member_memory, count in zip(
+            self.members, memory["members"], memory["counts"], strict=True
         ):
             logits, member_hidden, member_states, *weights = member.next_token_logits(
                 token,
@@ -120,12 +121,8 @@ class Ensemble(GenerationMixin, keras.Model):
             start += count
             hidden = member_hidden if hidden is None else hidden
             new_states.extend(member_states)
-            log_probabilities = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-            terms.append(self._term(log_probabilities, weight))
-            if return_attention_scores:
-                weighted = weight * ops.cast(weights[0], "float32")
-                attention = weighted if attention is None else attention + weighted
-        combined = self._combined(terms)
+            outputs.append((logits, *weights))
+        combined, attention = self.combined(outputs)
         if logits_bias is not None:
             combined = combined + logits_bias
         result = (combined, hidden, new_states)
@@ -135,36 +132,36 @@ class Ensemble(GenerationMixin, keras.Model):
         """The combined log-probabilities `(B, T, V)` of every target step under teacher
         forcing (and the weighted mean attention weights `(B, T, S)`)."""
         source, target_in = inputs
-        terms, attention = [], None
-        for member, weight in zip(self.members, self.member_weights, strict=True):
+        outputs = []
+        for member in self.members:
             if return_attention_scores:
-                logits, *weights = member(
-                    (source, target_in), training=False, return_attention_scores=True
+                outputs.append(
+                    member((source, target_in), training=False, return_attention_scores=True)
                 )
             else:
-                logits = member((source, target_in), training=False)
-            log_probabilities = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-            terms.append(self._term(log_probabilities, weight))
-            if return_attention_scores:
-                weighted = weight * ops.cast(weights[0], "float32")
-                attention = weighted if attention is None else attention + weighted
-        combined = self._combined(terms)
+                outputs.append((member((source, target_in), training=False),))
+        combined, attention = self.combined(outputs)
         return (combined, attention) if return_attention_scores else combined
 
-    def _term(self, log_probabilities, weight):
-        if self.combine == "log_probabilities":
-            return weight * log_probabilities
-        return log_probabilities + math.log(weight)
-
-    def _combined(self, terms):
-        if len(terms) == 1 and self.combine == "probabilities":
-            return terms[0]
-        if self.combine == "log_probabilities":
-            total = terms[0]
-            for term in terms[1:]:
-                total = total + term
-            return total
-        return ops.logsumexp(ops.stack(terms, axis=0), axis=0)
+    def combined(self, outputs):
+        """`(log-probabilities, attention or None)` from each member's `(logits, [attention])`
+        in order: the combination of `combine`, in float32, and the weighted mean attention."""
+        terms, attention = [], None
+        for (logits, *weights), weight in zip(outputs, self.member_weights, strict=True):
+            log_probabilities = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+            if self.combine == "log_probabilities":
+                terms.append(weight * log_probabilities)
+            else:
+                terms.append(log_probabilities + math.log(weight))
+            if weights:
+                weighted = weight * ops.cast(weights[0], "float32")
+                attention = weighted if attention is None else attention + weighted
+        if self.combine == "probabilities":
+            return ops.logsumexp(ops.stack(terms, axis=0), axis=0), attention
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total, attention
 
     def get_config(self):
         config = super().get_config()
@@ -220,6 +217,21 @@ def check_members(models):
                     f"as they decode into the same ids. Received: {name}="
                     f"{getattr(first, name)!r} for member 0 and {getattr(model, name)!r} for "
                     f"member {index}"
+                )
+    for side in ("source", "target"):
+        vocabularies = [
+            (index, vocabulary)
+            for index, model in enumerate(models)
+            if (vocabulary := getattr(model, f"{side}_vocabulary", None)) is not None
+        ]
+        for index, vocabulary in vocabularies[1:]:
+            if vocabulary != vocabularies[0][1]:
+                raise ValueError(
+                    f"Invalid value for argument models: members {vocabularies[0][0]} and "
+                    f"{index} have different {side} vocabularies, so one id would mean two "
+                    "things; an ensemble's members read and write the same ids. Received: "
+                    f"models with {side}_vocabulary of {len(vocabularies[0][1])} and "
+                    f"{len(vocabulary)} entries"
                 )
     return models
 

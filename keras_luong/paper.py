@@ -20,26 +20,15 @@ PAPER = {
 }
 
 
-def paper_model(
-    source_vocabulary_size=50000,
-    target_vocabulary_size=50000,
-    alignment="predictive",
-    score_mode="general",
-    input_feeding=True,
-    dropout=0.2,
-    **overrides,
-):
-    """`LuongSeq2Seq` as the paper built it (section 4.1): see `LuongSeq2Seq.paper`."""
+def paper_model(source_vocabulary_size, target_vocabulary_size, **arguments):
+    """`LuongSeq2Seq` as the paper built it (section 4.1), `arguments` replacing any of its
+    settings: see `LuongSeq2Seq.paper`."""
     from keras_luong.seq2seq import LuongSeq2Seq
 
     arguments = {
         **PAPER,
         "initializer": keras.initializers.RandomUniform(-0.1, 0.1),
-        "alignment": alignment,
-        "score_mode": score_mode,
-        "input_feeding": input_feeding,
-        "dropout": dropout,
-        **overrides,
+        **arguments,
     }
     return LuongSeq2Seq(source_vocabulary_size, target_vocabulary_size, **arguments)
 

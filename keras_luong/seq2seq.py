@@ -132,8 +132,9 @@ class LuongSeq2Seq(
             when `bidirectional`; `dropout` between them). Defaults to 1.
         encoder_cell: `"lstm"` (the default) or `"gru"`.
         reverse_source: Read each source backwards (its real tokens in reverse order), as
-            Sutskever et al. and Luong et al. did. Attention weights returned by `call` are
-            put back in the source's order. Defaults to `False`.
+            Sutskever et al. and Luong et al. did. Attention weights returned by `call` (and
+            `generate`'s alignments) are put back in the source's order, for the built-in
+            encoder. Defaults to `False`.
         decoder_cell: `"lstm"` (the default), `"gru"` (`decoder_layers` of them), or any Keras
             RNN cell object, which is then the whole cell (`decoder_layers` stays 1; stack
             cells with `keras.layers.StackedRNNCells`).
@@ -389,7 +390,9 @@ class LuongSeq2Seq(
 
         Train it as they did: `keras.optimizers.SGD(HalvingSchedule(steps_per_epoch,
         halve_after=5), global_clipnorm=5.0)` for 10 epochs (12 epochs and `halve_after=8`
-        with dropout), batches of 128 pairs, sentences over 50 words dropped.
+        with dropout), batches of 128 pairs, sentences over 50 words dropped. (`dropout` here
+        applies to the embeddings, between the encoder's layers and to `h̃`; the paper's
+        applied between every stacked layer, the decoder's too.)
 
         Args:
             source_vocabulary_size: Source ids. Defaults to 50000 (the paper's 50K words).
@@ -401,9 +404,14 @@ class LuongSeq2Seq(
             **overrides: Any other argument of `LuongSeq2Seq`, replacing the paper's.
         """
         return paper_model(
-            source_vocabulary_size, target_vocabulary_size, alignment, score_mode,
-            input_feeding, dropout, **overrides,
-        )  # fmt: skip
+            source_vocabulary_size,
+            target_vocabulary_size,
+            alignment=alignment,
+            score_mode=score_mode,
+            input_feeding=input_feeding,
+            dropout=dropout,
+            **overrides,
+        )
 
     def encode(self, source, training=None):
         """`(value, value_mask, decoder_cell_states)` for source ids `(B, S)`: the encoder

@@ -206,3 +206,25 @@ def test_buckets_follow_the_rule_pair_by_pair(width, budget):
         assert indices.tolist() == expected[length]
         most = max(1, budget // length)
         assert size == -(-len(indices) // -(-len(indices) // most)) <= most
+
+
+def test_fit_refuses_batches_whose_ids_pass_the_vocabulary():
+    """Ids past the model's vocabulary in `BucketedBatches` get the `ValueError` that arrays
+    get, before any step (not a silent read as the unknown id); the largest ids are found
+    once, start and end ids included."""
+    sources, targets = random_pairs(12, longest=6)
+    good = BucketedBatches(sources, targets, tokens_per_batch=32, shuffle=False)
+    expected_source = max(max(s) for s in sources)
+    assert good.largest_ids == (expected_source, max(max(t) for t in targets))
+    sources[3] = [*sources[3], 99]
+    bad = BucketedBatches(sources, targets, tokens_per_batch=32, shuffle=False)
+    assert bad.largest_ids[0] == 99
+    model = tiny_model(Vocabulary([str(i) for i in range(46)]))  # ids 0 to 49
+    with pytest.raises(
+        ValueError, match=r"source ids reach 99, past the model's source_vocabulary_size=50"
+    ):
+        model.fit(bad, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="source ids reach 99"):
+        model.fit(good, validation_data=bad, epochs=1, verbose=0)
+    assert not model.built  # refused before any step
+    model.fit(good, epochs=1, verbose=0)  # the good batches train

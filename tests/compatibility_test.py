@@ -45,3 +45,20 @@ def test_a_file_from_before_the_state_protocol_loads_with_its_outputs(name):
     np.testing.assert_array_equal(
         model.generate(expected["source"], 5), expected[name + "_generated"]
     )
+
+
+@pytest.mark.parametrize("name", ["default", "unidirectional_bahdanau"])
+def test_a_file_from_0_2_0_loads_with_its_outputs(name):
+    """Files written by keras-luong 0.2.0 (the default model; a forward encoder with
+    Bahdanau's decoder and two stacked layers) load into the model built from parts with
+    their logits, greedy and beam ids."""
+    expected = np.load(os.path.join(DATA, "seq2seq_0.2.0_outputs.npz"))
+    model = keras.saving.load_model(os.path.join(DATA, f"seq2seq_0.2.0_{name}.keras"))
+    inputs = (expected["source"], expected["target_in"])
+    assert_allclose(model(inputs), expected[name], atol=2e-5)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5), expected[name + "_generated"]
+    )
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5, sampler="beam"), expected[name + "_beam"]
+    )

@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, Ensemble, LuongSeq2Seq, Vocabulary
+from keras_luong import BeamSearchSampler, BleuCallback, Ensemble, LuongSeq2Seq, Vocabulary
+from keras_luong.evaluation import corpus_bleu
 from tests.seq2seq_test import check_export
 from tests.test_case import save_and_load, to_numpy
 
@@ -123,6 +124,11 @@ def test_attention_is_the_members_weighted_mean_and_translate_reads_texts():
     ids = words.encode_batch(texts)
     expected = [words.decode(row) for row in ensemble.generate(ids, max_length=5)]
     assert ensemble.translate(texts, max_length=5) == expected
+    # BleuCallback scores an ensemble as a model: against the ensemble's own translations as
+    # references, its BLEU is theirs (100 unless they are empty).
+    bleu = BleuCallback(texts, expected, max_length=5)
+    bleu.set_model(ensemble)
+    assert bleu.score().score == corpus_bleu(expected, expected)
 
 
 def test_bad_members_are_refused():
@@ -139,6 +145,11 @@ def test_bad_members_are_refused():
         Ensemble([model, LuongSeq2Seq(V, V, units=8)])
     with pytest.raises(ValueError, match="generation contract"):
         Ensemble([model, keras.Sequential([keras.layers.Dense(2)])])
+    second = member(1)
+    model.set_vocabularies(*[Vocabulary(list("abcde"), split="whitespace")] * 2)
+    second.set_vocabularies(*[Vocabulary(list("vwxyz"), split="whitespace")] * 2)
+    with pytest.raises(ValueError, match="members 0 and 1 have different source vocabularies"):
+        Ensemble([model, second])
     with pytest.raises(ValueError, match=r"weights=\[1, -1\]"):
         Ensemble([model, model], weights=[1, -1])
     with pytest.raises(ValueError, match="combine='mean'"):

@@ -10,6 +10,7 @@ from keras import ops
 from keras_luong import LuongSeq2Seq
 from keras_luong.model_parts import reverse_tokens
 from keras_luong.paper import HalvingSchedule
+from tests.seq2seq_test import check_export
 from tests.test_case import assert_allclose, save_and_load, to_numpy
 
 V, UNITS, EMBEDDING = 11, 8, 6
@@ -254,3 +255,10 @@ def test_halving_schedule_halves_every_epoch_after_the_given_one():
     assert float(to_numpy(restored(60))) == 0.25
     with pytest.raises(ValueError, match="steps_per_epoch=0"):
         HalvingSchedule(steps_per_epoch=0)
+
+
+def test_a_model_from_parts_exports_its_beam_search(tmp_path):
+    """A reversed source through two GRU layers, a GRU decoder: the SavedModel, run by
+    TensorFlow alone, decodes as the model does."""
+    model = small(encoder_cell="gru", decoder_cell="gru", encoder_layers=2, reverse_source=True)
+    check_export(model, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
