@@ -39,6 +39,8 @@ RECIPES = {
     # Every weight uniform in ±0.1 (OpenNMT-py's param_init, the paper's):
     # LuongSeq2Seq(initializer=keras.initializers.RandomUniform(-0.1, 0.1)).
     "uniform-init": {"init": 0.1},
+    # The translation page's recipe after this study: both of the above.
+    "uniform-global-clip": {"init": 0.1, "clip": "global"},
     # The output layer's kernel as Keras' Dense starts it (Glorot), as before 0.3.0.
     "glorot-output": {"init": "glorot-output"},
     # The page's recipe before 0.2.0: plain Adam, Keras' cross-entropy, no schedule.
