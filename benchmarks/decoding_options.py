@@ -82,9 +82,12 @@ def main(argv=None):
             sources, max_length=max_length, sampler=sampler, batch_size=args.batch_size
         )
         seconds = time.perf_counter() - started
-        everything = corpus_bleu(output, references, return_details=True)
+        everything = corpus_bleu(output, references, tokenize="none", return_details=True)
         long = corpus_bleu(
-            [output[i] for i in longest], [references[i] for i in longest], return_details=True
+            [output[i] for i in longest],
+            [references[i] for i in longest],
+            tokenize="none",
+            return_details=True,
         )
         print(
             f"{label:<48} {everything.score:6.2f} {everything.length_ratio:6.3f} "

@@ -116,28 +116,31 @@ def settings(recipe):
     return {**BASE, **recipe}
 
 
+def bucketed(vocabulary, sources, targets, shuffle, seed):
+    """The recipe's batches: `BucketedBatches` of 2,048 tokens of the texts' subword ids."""
+    from keras_luong import BucketedBatches
+
+    return BucketedBatches(
+        [vocabulary.encode(s) for s in sources],
+        [vocabulary.encode(t) for t in targets],
+        tokens_per_batch=2048,
+        shuffle=shuffle,
+        seed=seed,
+    )
+
+
 def run_cell(args, data, vocabulary, attention, recipe, seed):
     import keras
 
-    from keras_luong import AttentionCallback, BleuCallback, BucketedBatches, LuongSeq2Seq
+    from keras_luong import AttentionCallback, BleuCallback, LuongSeq2Seq
     from keras_luong.losses import SequenceLoss
 
     config = settings(RECIPES[recipe])
     keras.utils.set_random_seed(seed)
     (train_src, train_tgt), (valid_src, valid_tgt) = data
     encode = vocabulary.encode
-
-    def batches(sources, targets, shuffle):
-        return BucketedBatches(
-            [encode(s) for s in sources],
-            [encode(t) for t in targets],
-            tokens_per_batch=2048,
-            shuffle=shuffle,
-            seed=seed,
-        )
-
-    train = batches(train_src, train_tgt, True)
-    valid = batches(valid_src, valid_tgt, False)
+    train = bucketed(vocabulary, train_src, train_tgt, True, seed)
+    valid = bucketed(vocabulary, valid_src, valid_tgt, False, seed)
     schedule = config["learning_rate"]
     if config["warmup_steps"]:
         schedule = keras.optimizers.schedules.CosineDecay(
@@ -173,7 +176,7 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     target_in = pad([[1, *encode(t)] for t in valid_tgt], padding="post")
     callbacks = [
         AttentionCallback(source, target_in, batch_size=100),
-        BleuCallback(valid_src, valid_tgt, frequency=args.epochs, verbose=0),
+        BleuCallback(valid_src, valid_tgt, frequency=args.epochs, tokenize="none", verbose=0),
     ]
     if config["patience"] is not None:
         callbacks.append(

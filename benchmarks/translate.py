@@ -280,11 +280,13 @@ def main(argv=None):
 
     class NativeBleu(BleuCallback):
         def score(self):
-            return corpus_bleu(translate(self.sources), self.references, return_details=True)
+            return corpus_bleu(
+                translate(self.sources), self.references, tokenize="none", return_details=True
+            )
 
     clock = TrainingClock(args.minutes)
     bleu_class = NativeBleu if args.model == "keras-native" else BleuCallback
-    bleu = bleu_class(validation_en, validation_de, max_length=max_length)
+    bleu = bleu_class(validation_en, validation_de, max_length=max_length, tokenize="none")
     best = {"bleu": -1.0, "weights": None, "epoch": 0}
     curve = []
 
@@ -336,7 +338,7 @@ def main(argv=None):
     results = {"recipe": recipe, "curve": curve, "best_epoch": best["epoch"]}
     rows = {}
     rows["greedy"] = {
-        "validation": corpus_bleu(translate(validation_en), validation_de),
+        "validation": corpus_bleu(translate(validation_en), validation_de, tokenize="none"),
         "hypotheses": translate(test_en),
     }
     alpha = None
@@ -345,7 +347,9 @@ def main(argv=None):
         by_alpha = {}
         for a in alphas:
             sampler = BeamSearchSampler(args.beam_width, length_penalty=a)
-            by_alpha[a] = corpus_bleu(translate(validation_en, sampler), validation_de)
+            by_alpha[a] = corpus_bleu(
+                translate(validation_en, sampler), validation_de, tokenize="none"
+            )
             print(f"beam {args.beam_width}, length penalty {a:g}: validation BLEU "
                   f"{by_alpha[a]:.2f}", flush=True)  # fmt: skip
         alpha = max(alphas, key=lambda a: by_alpha[a])
@@ -362,7 +366,7 @@ def main(argv=None):
     print(f"{'system':<60} {'val BLEU':>8} {'BLEU':>6} {'chrF':>6} {'sacreBLEU':>9}")
     for name, row in rows.items():
         hypotheses = row["hypotheses"]
-        row["test"] = corpus_bleu(hypotheses, test_de)
+        row["test"] = corpus_bleu(hypotheses, test_de, tokenize="none")
         row["chrf"] = corpus_chrf(hypotheses, test_de)
         row["sacrebleu"] = corpus_bleu(
             [_detokenize(h) for h in hypotheses], raw_test_de, tokenize="13a", lowercase=True

@@ -31,7 +31,6 @@ import keras
 from keras import ops
 
 from keras_luong.checks import (
-    as_bool,
     check_batch,
     check_floating,
     check_mask,
@@ -259,11 +258,12 @@ class AttentionProtocol:
         check_batch(query.shape[0], memory["value"].shape[0])
         state = self.check_state(initial_state, memory)
         one_step = len(query.shape) == 2
+        # Checked against the query as given: a one-step query's mask is `(B,)`.
+        query_mask = check_mask("query_mask", query_mask, query.shape[:-1])
         if one_step:
             query = ops.expand_dims(query, axis=1)
             if query_mask is not None:
-                query_mask = ops.expand_dims(as_bool(query_mask), axis=1)
-        query_mask = check_mask("query_mask", query_mask, query.shape[:2])
+                query_mask = ops.expand_dims(query_mask, axis=1)
         if query_mask is not None:
             # Masked steps are computed from zeros, so that nothing they hold (NaN included)
             # reaches the outputs or the gradients.

@@ -85,7 +85,7 @@ class BleuCallback(EveryFrequencyEpochs):
         target_vocabulary=None,
         sampler=None,
         frequency=1,
-        tokenize="none",
+        tokenize="13a",
         name="val_bleu",
         batch_size=32,
         verbose=1,

@@ -104,18 +104,19 @@ the four n-gram precisions in percent. A ratio well above 1 flags a decoder that
 below 1, one that stops early (and pays the brevity penalty)."""
 
 
-def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False, return_details=False):
+def corpus_bleu(hypotheses, references, tokenize="13a", lowercase=False, return_details=False):
     """Corpus BLEU (Papineni et al. 2002) in percent, by sacreBLEU.
 
+    `tokenize="13a"` (the default, as sacreBLEU's) splits punctuation off raw, detokenized
+    text, so that scores compare across papers (quote `bleu_signature` beside them).
     `tokenize="none"` scores the text as it is, split on spaces: on text already tokenized,
     as the official Multi30k `lc.norm.tok` files are, this is `multi-bleu.perl`'s score, the
-    one published tables report. `tokenize="13a"` (sacreBLEU's default, with its signature
-    from `bleu_signature`) scores raw, detokenized text comparably across papers.
+    one published tables on such text report.
 
     Args:
         hypotheses: The system's output, one string per sentence.
         references: One reference string per sentence, or a list of references per sentence.
-        tokenize: A sacreBLEU tokenizer name: `"none"`, `"13a"`, `"intl"`, ...
+        tokenize: A sacreBLEU tokenizer name: `"13a"` (the default), `"none"`, `"intl"`, ...
         lowercase: Lowercase both sides first.
         return_details: Return a `BleuScore` (the score with its brevity penalty, length
             ratio, lengths and n-gram precisions) instead of the score alone.
@@ -143,12 +144,12 @@ def corpus_bleu(hypotheses, references, tokenize="none", lowercase=False, return
     )
 
 
-def bleu_signature(tokenize="none", lowercase=False, num_references=1):
+def bleu_signature(tokenize="13a", lowercase=False, num_references=1):
     """sacreBLEU's signature of `corpus_bleu` with these settings (what to quote beside a
     score), e.g. `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1`.
 
     Args:
-        tokenize: The tokenizer `corpus_bleu` was called with. Defaults to `"none"`, as
+        tokenize: The tokenizer `corpus_bleu` was called with. Defaults to `"13a"`, as
             `corpus_bleu`'s own default.
         lowercase: Whether `corpus_bleu` lowercased. Defaults to `False`.
         num_references: The number of references per sentence. Defaults to 1.
@@ -201,6 +202,13 @@ def _reference_streams(hypotheses, references):
             f"{len(hypotheses)} hypotheses and "
             f"{'a string' if isinstance(references, str) else len(references)} references"
         )
+    for i, entry in enumerate(references):
+        if not isinstance(entry, (str, list, tuple)):
+            raise ValueError(
+                "Invalid value for argument references. Expected a string or a list of strings "
+                f"per sentence. Received: references[{i}]={entry!r:.80} of type "
+                f"{type(entry).__name__}"
+            )
     rows = [[r] if isinstance(r, str) else list(r) for r in references]
     if any(not row or not all(isinstance(r, str) for r in row) for row in rows):
         raise ValueError("Each entry of references must be a string or a non-empty list of them")

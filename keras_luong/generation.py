@@ -1,5 +1,7 @@
 """Generation for `LuongSeq2Seq`: `compile(sampler=...)`, `generate`, `translate` and the
-SavedModel export of the decoding loop, over the compiled generators of `generator.py`."""
+export of the decoding loop, over the compiled generators of `generator.py`."""
+
+import contextlib
 
 import keras
 import numpy as np
@@ -22,6 +24,7 @@ from keras_luong.generator import (  # noqa: F401 (their home before generator.p
     sampler_key,
     start_decoding,
 )
+from keras_luong.samplers.base import portable_writes
 from keras_luong.vocabulary_assets import check_vocabulary_size
 
 
@@ -248,6 +251,7 @@ class GenerationMixin:
         sampler=None,
         batch_size=32,
         tokens_per_batch=None,
+        verbose=0,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -277,6 +281,8 @@ class GenerationMixin:
             tokens_per_batch: If given, a batch also holds at most this many source
                 positions (rows × padded length), so batches of long texts have fewer rows
                 (memory bounded on an accelerator). Defaults to `None` (rows only).
+            verbose: `1` shows a Keras progress bar of the texts translated, `2` one line
+                at the end, `0` (the default) nothing.
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
@@ -300,6 +306,8 @@ class GenerationMixin:
             vocabularies[side] = vocabulary
         texts = check_texts("texts", texts)
         batch_size = check_integer("batch_size", batch_size)
+        verbose = check_integer("verbose", verbose, minimum=0, maximum=2)
+        progress = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="text")
         rows = [vocabularies["source"].encode(t) for t in texts]
         if max_length is None:  # each text's own bound
             bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
@@ -333,6 +341,7 @@ class GenerationMixin:
             else:
                 for i, ids in zip(indices, np.where(cut, 0, generated), strict=True):
                     results[i] = decode(ids)
+            progress.add(len(indices))
         return results
 
     def generator(self, max_length, sampler=None, stop_token_ids="auto", **deprecated):
@@ -348,29 +357,104 @@ class GenerationMixin:
         generator, _ = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
         return generator
 
-    def export_generator(self, filepath, max_length, **kwargs):
-        """Exports a TensorFlow SavedModel whose `serve` signature maps int32 source ids
-        `(batch, S)` to generated target ids `(batch, max_length)` (with a sampler that
-        returns all beams: the ids `(batch, num_beams, max_length)` and their scores).
-        Works from the TensorFlow and JAX backends; from torch, save a `.keras` file and
-        export it on TensorFlow.
+    def export_generator(self, filepath, max_length, format="tf_saved_model", **kwargs):
+        """Exports the decoding loop, source ids in and generated ids out, for serving with
+        no Python package of keras-luong, Keras or the training backend:
+
+        - `"tf_saved_model"` (from TensorFlow and JAX): a SavedModel folder whose `serve`
+          signature maps int32 source ids `(batch, S)` to target ids `(batch, max_length)`;
+          TensorFlow (or TensorFlow Serving) runs it.
+        - `"onnx"` (from TensorFlow): an ONNX file with the same input and output, which
+          onnxruntime runs. Needs `tf2onnx` and `onnx` (`pip install keras-luong[export]`),
+          and one of keras-luong's samplers.
+
+        Batch and source length stay dynamic in both; padding (id 0) follows each source. With
+        a sampler that returns all beams, the outputs are the ids `(batch, num_beams,
+        max_length)` and their scores `(batch, num_beams)`. From a backend that cannot write
+        a format, save a `.keras` file, load it with `KERAS_BACKEND=tensorflow` and export
+        there.
 
         Args:
-            filepath: The SavedModel's folder.
+            filepath: The SavedModel's folder, or the `.onnx` file.
             max_length: The number of target tokens generated at most.
-            **kwargs: `generate`'s `sampler` and `stop_token_ids`.
+            format: `"tf_saved_model"` (the default) or `"onnx"`.
+            **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
+                `stop_token_ids`.
         """
-        if keras.backend.backend() == "torch":
-            raise NotImplementedError(
-                "export_generator writes a TensorFlow SavedModel, which the torch backend "
-                "cannot trace. Save the model (model.save('model.keras')), load it with "
-                "KERAS_BACKEND=tensorflow (or jax) and call export_generator there."
-            )
+        check_export_format(format)
         generator, _ = get_generator(self, max_length, **kwargs)
+        if format == "onnx":
+            check_onnx(generator.sampler)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
-        generator.export(
-            filepath,
-            format="tf_saved_model",
-            input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
-            verbose=False,
+        with portable_writes() if format == "onnx" else contextlib.nullcontext():
+            generator.export(
+                filepath,
+                format=format,
+                input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
+                verbose=False,
+            )
+
+
+# The formats `export_generator` writes, and the backends each is written from.
+EXPORT_FORMATS = {"tf_saved_model": ("tensorflow", "jax"), "onnx": ("tensorflow",)}
+# Keras' other formats, and why the decoding loop does not go there.
+UNEXPORTABLE_FORMATS = {
+    "litert": "the encoder's recurrent layer becomes TensorFlow's TensorList ops, which "
+    "LiteRT runs only with its Flex delegate (select TensorFlow ops), and LiteRT's own "
+    "interpreter has none",
+    "torch": "torch.export cannot hold the decoding loop, whose number of steps depends on "
+    "the tokens generated",
+    "openvino": "it is not supported by export_generator",
+}
+# Why a backend cannot write a format Keras writes from others.
+BACKEND_REASONS = {
+    ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, which keras-luong neither "
+    "installs nor tests with its decoding loop",
+    ("torch", "onnx"): "torch's ONNX exporter traces one path through the decoding loop, "
+    "fixing its number of steps",
+    ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
+}
+
+
+def check_export_format(format):
+    """Refuses an export format `export_generator` cannot write from this backend, saying
+    where it can be written."""
+    backend = keras.backend.backend()
+    if format in UNEXPORTABLE_FORMATS:
+        raise ValueError(
+            f"Invalid value for argument format: the decoding loop cannot be exported as "
+            f"{format!r}: {UNEXPORTABLE_FORMATS[format]}. export_generator writes "
+            f"{sorted(EXPORT_FORMATS)}. Received: format={format!r}"
+        )
+    if format not in EXPORT_FORMATS:
+        raise ValueError(
+            f"Invalid value for argument format: expected one of {sorted(EXPORT_FORMATS)}. "
+            f"Received: format={format!r}"
+        )
+    if backend not in EXPORT_FORMATS[format]:
+        raise ValueError(
+            f"Invalid value for argument format: {format!r} is not written from the {backend} "
+            f"backend ({BACKEND_REASONS[(backend, format)]}). Save the model "
+            "(model.save('model.keras')), load it with KERAS_BACKEND=tensorflow and call "
+            f"export_generator there. Received: format={format!r} on {backend}"
+        )
+
+
+def check_onnx(sampler):
+    """Refuses an ONNX export without its converter, or with a sampler whose loop ONNX cannot
+    hold: keras-hub's write each token by an XLA update slice, which has no ONNX op."""
+    try:
+        import onnx  # noqa: F401
+        import tf2onnx  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "export_generator(format='onnx') needs tf2onnx and onnx: "
+            "pip install 'keras-luong[export]'"
+        ) from error
+    if not isinstance(sampler, samplers.Sampler):
+        raise ValueError(
+            "Invalid value for argument sampler: format='onnx' takes keras-luong's samplers "
+            "(GreedySampler, BeamSearchSampler), whose loops ONNX holds; "
+            f"{type(sampler).__name__} writes each token with an XLA update slice, which ONNX "
+            f"has no op for. Received: sampler={type(sampler).__name__}"
         )

@@ -14,13 +14,15 @@ def initializer_arguments(initializer, *names):
     return {name: keras.initializers.deserialize(config) for name in names}
 
 
-def recurrent_arguments(initializer):
-    """The initializer arguments of a Keras LSTM layer or cell: its kernel, recurrent kernel
-    and bias, the forget gate's bias included (`unit_forget_bias=False`), or `{}`."""
+def recurrent_arguments(initializer, cell="lstm"):
+    """The initializer arguments of a Keras LSTM (or, `cell="gru"`, GRU) layer or cell: its
+    kernel, recurrent kernel and bias, an LSTM's forget gate's bias included
+    (`unit_forget_bias=False`), or `{}`."""
     if initializer is None:
         return {}
     names = ("kernel_initializer", "recurrent_initializer", "bias_initializer")
-    return {**initializer_arguments(initializer, *names), "unit_forget_bias": False}
+    arguments = initializer_arguments(initializer, *names)
+    return arguments if cell == "gru" else {**arguments, "unit_forget_bias": False}
 
 
 def dense_arguments(initializer):

@@ -71,9 +71,7 @@ def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0
     final states; bidirectional: `units // 2` a direction, in `keras.layers.Bidirectional`."""
     name = "encoder" if index == 0 else f"encoder_{index + 1}"
     layer_class = keras.layers.LSTM if cell == "lstm" else keras.layers.GRU
-    arguments = recurrent_arguments(initializer)
-    if cell == "gru":
-        arguments.pop("unit_forget_bias", None)
+    arguments = recurrent_arguments(initializer, cell)
     layer = layer_class(
         units // 2 if bidirectional else units,
         return_sequences=True,
@@ -179,19 +177,12 @@ def decoder_cells(cell, units, layers, dtype, initializer=None):
     if not isinstance(cell, str):
         return cell
     check_one_of("decoder_cell", cell, CELLS)
-    if cell == "lstm":
-        make = lambda: keras.layers.LSTMCell(  # noqa: E731
-            units, dtype=dtype, **recurrent_arguments(initializer)
-        )
-    else:
-        make = lambda: keras.layers.GRUCell(  # noqa: E731
-            units,
-            dtype=dtype,
-            **initializer_arguments(
-                initializer, "kernel_initializer", "recurrent_initializer", "bias_initializer"
-            ),
-        )
-    cells = [make() for _ in range(layers)]
+    cell_class = keras.layers.LSTMCell if cell == "lstm" else keras.layers.GRUCell
+    # Fresh initializers for each cell (see initializer_arguments).
+    cells = [
+        cell_class(units, dtype=dtype, **recurrent_arguments(initializer, cell))
+        for _ in range(layers)
+    ]
     return keras.layers.StackedRNNCells(cells, dtype=dtype) if layers > 1 else cells[0]
 
 

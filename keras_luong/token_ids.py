@@ -62,6 +62,7 @@ class _Ids:
             An int32 numpy array `(len(texts), length)`.
         """
         texts = check_texts("texts", texts)
+        check_integer("length", length, minimum=0, allow_none=True)
         rows = [self.encode(t, start=start, end=end) for t in texts]
         if length is None:
             length = max((len(r) for r in rows), default=1) or 1

@@ -110,17 +110,19 @@ def test_bleu_properties_and_tokenization():
     assert corpus_bleu(["the cat sat on the mat"], [["the cat sat on a mat", "on the mat"]]) > (
         corpus_bleu(["the cat sat on the mat"], ["the cat sat on a mat"])
     )
-    # tok:none splits on spaces only; 13a splits punctuation off raw text.
-    assert corpus_bleu(["a dog runs."], ["a dog runs ."]) < 100
-    assert corpus_bleu(["a dog runs."], ["a dog runs ."], tokenize="13a") == pytest.approx(100)
+    # 13a (the default, for raw text) splits punctuation off; tok:none splits on spaces only.
+    assert corpus_bleu(["a dog runs."], ["a dog runs ."]) == pytest.approx(100)
+    assert corpus_bleu(["a dog runs."], ["a dog runs ."], tokenize="none") < 100
     assert corpus_bleu(["A Dog runs ."], ["a dog runs ."], lowercase=True) == pytest.approx(100)
     # The signature's defaults are corpus_bleu's: quoting it beside a default score is right.
-    assert "tok:none" in bleu_signature() and "case:mixed" in bleu_signature()
-    assert "tok:13a|" in bleu_signature("13a") and "case:lc" in bleu_signature(lowercase=True)
+    assert "tok:13a|" in bleu_signature() and "case:mixed" in bleu_signature()
+    assert "tok:none|" in bleu_signature("none") and "case:lc" in bleu_signature(lowercase=True)
     with pytest.raises(ValueError, match="tokenize='moses'"):
         corpus_bleu(["a"], ["a"], tokenize="moses")
     with pytest.raises(ValueError, match="2 hypotheses and 1 references"):
         corpus_bleu(["a", "b"], ["a"])
+    with pytest.raises(ValueError, match="references\\[1\\]=7 of type int"):
+        corpus_bleu(["a", "b"], ["a", 7])
 
 
 def test_chrf_properties():

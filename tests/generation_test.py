@@ -199,13 +199,6 @@ def test_generate_refuses_bad_arguments(call, message):
         call(small_model())
 
 
-@pytest.mark.skipif(BACKEND != "torch", reason="exporting is tested in seq2seq_test.py")
-def test_export_generator_on_torch_says_what_to_do(tmp_path):
-    model = small_model()
-    with pytest.raises(NotImplementedError, match="load it with KERAS_BACKEND=tensorflow"):
-        model.export_generator(str(tmp_path / "exported"), 3)
-
-
 def test_stop_token_ids_one_id_or_ids_in_the_vocabulary():
     model = small_model()
     source = np.array([[3, 4, 0]], "int32")

@@ -219,6 +219,14 @@ def test_mask_of_wrong_shape(argument, mask):
         GlobalAttention()(random((B, T, D)), random((B, S, D)), **{argument: mask})
 
 
+def test_one_step_query_mask_of_wrong_rank_names_the_shape_passed():
+    """A one-step query `(B, d)` takes a mask `(B,)`: a `(B, T)` mask is named as passed."""
+    with pytest.raises(
+        ValueError, match=rf"expected shape \({B},\). Received: query_mask.shape=\({B}, {T}\)"
+    ):
+        GlobalAttention()(random((B, D)), random((B, S, D)), query_mask=np.ones((B, T), bool))
+
+
 def test_keras_masks_propagate_from_embeddings():
     vocab = 12
     source = keras.Input((None,), dtype="int32")

@@ -30,6 +30,10 @@ def test_parallel_text_files_name_what_is_wrong(tmp_path):
     with gzip.open(real_gzip, "wt", encoding="utf-8") as f:
         f.write("one\ntwo\n")
     assert load_parallel_text(str(real_gzip), str(target))[0] == ["one", "two"]
+    truncated = tmp_path / "e.en.gz"
+    truncated.write_bytes(real_gzip.read_bytes()[:-6])
+    with pytest.raises(ValueError, match="e.en.gz ends before its gzip stream does"):
+        load_parallel_text(truncated, target)
     with pytest.raises(TypeError, match="Expected a path"):
         load_parallel_text(3, target)
 

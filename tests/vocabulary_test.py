@@ -30,6 +30,9 @@ def test_encode_batch_pads_to_the_longest():
     np.testing.assert_array_equal(
         vocabulary.encode_batch(["a", "abc", ""]), [[4, 0, 0], [4, 5, 6], [0, 0, 0]]
     )
+    np.testing.assert_array_equal(vocabulary.encode_batch(["abc"], length=2), [[4, 5]])
+    with pytest.raises(ValueError, match="length=-1"):
+        vocabulary.encode_batch(["a"], length=-1)
 
 
 def test_saved_beside_a_model_as_json(tmp_path):

@@ -83,7 +83,8 @@ def paired(sources, targets, source_name, target_name):
 @contextlib.contextmanager
 def open_binary(file):
     """`file` opened for reading bytes, decompressed if its name ends in `.gz`; a `.gz` name on
-    a file that is not gzip is a `ValueError` naming the file (when it is read)."""
+    a file that is not gzip, or a truncated gzip file, is a `ValueError` naming the file (when
+    it is read)."""
     opener = gzip.open if file.endswith(".gz") else open
     try:
         with opener(file, "rb") as f:
@@ -92,6 +93,11 @@ def open_binary(file):
         raise ValueError(
             f"The file {file} is named .gz but is not gzip-compressed: rename it without .gz, "
             "or compress it."
+        ) from None
+    except EOFError:
+        raise ValueError(
+            f"The file {file} ends before its gzip stream does: it is truncated (an interrupted "
+            "download or copy). Fetch or copy it again."
         ) from None
 
 

@@ -1,0 +1,106 @@
+"""Latency of the exported decoding loop in each runtime against `generate`, and the
+artifacts' sizes, in one process (TensorFlow backend: it writes both formats).
+
+    KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/export_latency.py
+
+`LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (global general attention, input
+feeding; the translation page's model) with seeded weights is exported with greedy and with
+beam 5 (length penalty 1.0), `max_length=40`, as a SavedModel and as an ONNX file. Each runtime
+decodes one sentence of 20 tokens and a batch of 64 sentences of 10-30 tokens (padded), in
+rounds whose order alternates; it prints the medians, the ratio of each runtime to `generate`
+(below 1: faster) and checks that every runtime's ids equal `generate`'s.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from compare_checkouts import interleaved_medians  # noqa: E402
+
+DECODINGS = {
+    "greedy": {"sampler": "greedy"},
+    "beam 5": {"sampler": "beam", "num_beams": 5, "length_penalty": 1.0},
+}
+MAX_LENGTH = 40
+
+
+def sources():
+    rng = np.random.default_rng(0)
+    one = rng.integers(4, 8000, (1, 20)).astype("int32")
+    lengths = rng.integers(10, 31, 64)
+    batch = np.zeros((64, 30), "int32")
+    for row, length in enumerate(lengths):
+        batch[row, :length] = rng.integers(4, 8000, length)
+    return {"1 sentence": one, "64 sentences": batch}
+
+
+def size_of(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, files in os.walk(path) for f in files)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=3, help="calls per runtime and round")
+    args = parser.parse_args()
+    import keras
+
+    from keras_luong import LuongSeq2Seq
+
+    if keras.backend.backend() != "tensorflow":
+        sys.exit("Run with KERAS_BACKEND=tensorflow: it writes both formats.")
+    keras.utils.set_random_seed(0)
+    model = LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)
+    data = sources()
+    model((data["1 sentence"], data["1 sentence"]))
+    with tempfile.TemporaryDirectory() as folder:
+        for name, decoding in DECODINGS.items():
+            time_decoding(model, name, decoding, data, folder, args)
+
+
+def time_decoding(model, name, decoding, data, folder, args):
+    """One decoding setting: exported both ways, checked against `generate`, then timed."""
+    import onnxruntime
+    import tensorflow as tf
+
+    saved = os.path.join(folder, name.replace(" ", "") + "_savedmodel")
+    onnx = os.path.join(folder, name.replace(" ", "") + ".onnx")
+    model.export_generator(saved, MAX_LENGTH, **decoding)
+    model.export_generator(onnx, MAX_LENGTH, format="onnx", **decoding)
+    serve = tf.saved_model.load(saved).serve
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    session = onnxruntime.InferenceSession(onnx, options)
+    feed = session.get_inputs()[0].name
+    runtimes = {
+        "generate": lambda s: model.generate(s, max_length=MAX_LENGTH, **decoding),
+        "SavedModel": lambda s: serve(tf.constant(s)).numpy(),
+        "onnxruntime": lambda s: session.run(None, {feed: s})[0],
+    }
+    for source in data.values():
+        expected = runtimes["generate"](source)
+        for runtime, run in runtimes.items():
+            np.testing.assert_array_equal(run(source), expected, err_msg=runtime)
+    versions = {
+        runtime: {case: (lambda r=run, s=source: r(s)) for case, source in data.items()}
+        for runtime, run in runtimes.items()
+    }
+    medians = interleaved_medians(versions, list(data), args.rounds, args.calls)
+    print(f"\n{name}, max_length {MAX_LENGTH}: medians of {args.rounds} rounds of {args.calls}")
+    print(f"{'case':<14} " + " ".join(f"{r + ' ms':>16}" for r in runtimes) + "  ratio to generate")
+    for case in data:
+        base = medians[("generate", case)]
+        row = " ".join(f"{medians[(r, case)] * 1e3:16.1f}" for r in runtimes)
+        ratios = " ".join(f"{medians[(r, case)] / base:.2f}" for r in list(runtimes)[1:])
+        print(f"{case:<14} {row}  {ratios}")
+    print(f"sizes: SavedModel {size_of(saved) / 1e6:.1f} MB, ONNX {size_of(onnx) / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

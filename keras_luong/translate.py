@@ -1,0 +1,106 @@
+"""`python -m keras_luong.translate`: a file, or standard input, translated by a saved model.
+
+    python -m keras_luong.translate --model model.keras --beam 5 --length-penalty 1.0 \\
+        < test.en > test.hyp
+
+reads one sentence a line and writes one translation a line, in the same order. The model is
+a `.keras` file saved with its vocabularies (`set_vocabularies`). A progress bar goes to
+standard error when it is a terminal.
+"""
+
+import argparse
+import contextlib
+import sys
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_luong.translate",
+        description="Translate one sentence a line with a saved keras-luong model (a .keras "
+        "file saved with its vocabularies), greedily or by beam search.",
+    )
+    parser.add_argument("--model", required=True, help="the .keras file")
+    parser.add_argument(
+        "--input", default="-", help="source text, a sentence a line (.gz ok); default: stdin"
+    )
+    parser.add_argument("--output", default="-", help="where to write; default: stdout")
+    parser.add_argument(
+        "--beam", type=int, default=1, help="beam size; 1 (the default) decodes greedily"
+    )
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=1.0,
+        help="beam search's length penalty: scores divided by length ** this (default: 1.0)",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        help="most tokens per translation (default: 1.5 x its source tokens + 10)",
+    )
+    parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    for name in ("beam", "batch_size", "max_length"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1. Received: {value}")
+
+    import keras
+
+    import keras_luong
+    from keras_luong.datasets.parallel_text import check_text_file, iter_lines
+
+    for name in keras_luong.__all__:  # registers every class, for load_model
+        getattr(keras_luong, name)
+
+    try:
+        if args.input == "-":
+            texts = [line.rstrip("\n").rstrip("\r") for line in sys.stdin]
+        else:
+            texts = list(iter_lines(check_text_file("input", args.input)))
+        model = load_model(keras, args.model)
+        sampler = "greedy"
+        if args.beam > 1:
+            sampler = keras_luong.BeamSearchSampler(args.beam, length_penalty=args.length_penalty)
+        verbose = int(not args.quiet and sys.stderr.isatty())
+        with contextlib.redirect_stdout(sys.stderr):  # the progress bar, apart from the text
+            translations = model.translate(
+                texts,
+                max_length=args.max_length,
+                sampler=sampler,
+                batch_size=args.batch_size,
+                verbose=verbose,
+            )
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    with output if output is not sys.stdout else contextlib.nullcontext():
+        for translation in translations:
+            output.write(translation + "\n")
+    return 0
+
+
+def load_model(keras, path):
+    """The model of a `.keras` file, or a `ValueError` naming the file."""
+    import os
+
+    if not os.path.isfile(path):
+        raise ValueError(f"Invalid value for --model: no such file. Received: {path!r}")
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as error:  # Keras raises several kinds on a file that is not a model
+        raise ValueError(
+            f"Invalid value for --model: Keras cannot load {path!r} as a model ({error})"
+        ) from None
+    if not hasattr(model, "translate"):
+        raise ValueError(
+            f"Invalid value for --model: {path!r} holds a {type(model).__name__}, not a "
+            "keras-luong translation model"
+        )
+    return model
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The command lines `python -m keras_luong.translate` and `python -m keras_luong.evaluate`:
+the same outputs as the functions they call, `--help` without Keras, exit 2 on bad input."""
+
+import io
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_luong import BeamSearchSampler, LuongSeq2Seq, Vocabulary
+from keras_luong import evaluate as evaluate_cli
+from keras_luong import translate as translate_cli
+from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEXTS = ["abc", "ba", "", "cabbage"]
+
+
+@pytest.fixture
+def saved_model(tmp_path):
+    """A small model with letter vocabularies and spread-out logits, in a `.keras` file."""
+    keras.utils.set_random_seed(0)
+    source, target = Vocabulary("abceg"), Vocabulary("xyz")
+    model = LuongSeq2Seq(len(source), len(target), units=8, embedding_dim=4)
+    model.set_vocabularies(source, target)
+    ids = source.encode_batch(TEXTS)
+    model((ids, ids % len(target)))
+    rng = np.random.default_rng(0)
+    model.projection.kernel.assign(rng.normal(0, 2, (8, len(target))).astype("float32"))
+    # Letters more likely than the end (2) and unknown (3) ids: outputs of a few letters.
+    model.projection.bias.assign(np.array([0, 0, -2, -9, 0, 0, 0], "float32"))
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    return path, model
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "options, sampler",
+    [([], "greedy"), (["--beam", "3", "--length-penalty", "0.6"], BeamSearchSampler(3, 0.6))],
+    ids=["greedy", "beam"],
+)
+def test_translate_writes_what_translate_returns(saved_model, tmp_path, options, sampler):
+    path, model = saved_model
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    output = tmp_path / "out.txt"
+    argv = ["--model", path, "--input", source, "--output", str(output), *options]
+    assert translate_cli.main(argv) == 0
+    expected = model.translate(TEXTS, sampler=sampler)
+    assert output.read_text(encoding="utf-8").split("\n") == [*expected, ""]
+    assert any(expected)  # the outputs compared are not all empty
+
+
+def test_translate_reads_stdin_and_writes_stdout(saved_model, monkeypatch, capsys):
+    path, model = saved_model
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(t + "\n" for t in TEXTS)))
+    assert translate_cli.main(["--model", path, "--max-length", "4"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "".join(t + "\n" for t in model.translate(TEXTS, max_length=4))
+    assert captured.err == ""  # no progress bar where standard error is not a terminal
+
+
+def test_translate_verbose_shows_a_progress_bar(saved_model, capsys):
+    _, model = saved_model
+    model.translate(TEXTS, batch_size=2, verbose=1)
+    assert f"{len(TEXTS)}/{len(TEXTS)}" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="verbose=3"):
+        model.translate(TEXTS, verbose=3)
+
+
+def test_translate_refuses_bad_input_with_exit_status_2(saved_model, tmp_path, capsys):
+    path, _ = saved_model
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    cases = [
+        (["--model", str(tmp_path / "missing.keras"), "--input", source], "no such file"),
+        (["--model", source, "--input", source], "cannot load"),
+        (["--model", path, "--input", str(tmp_path / "missing.txt")], "does not exist"),
+        (["--model", path, "--input", source, "--beam", "0"], "--beam must be at least 1"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            translate_cli.main(argv)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_translate_of_a_model_without_vocabularies_says_so(tmp_path, capsys):
+    model = LuongSeq2Seq(10, 10, units=8, embedding_dim=4)
+    ids = np.ones((1, 2), "int32")
+    model((ids, ids))
+    model.save(tmp_path / "bare.keras")
+    source = write_lines(tmp_path / "in.txt", ["a"])
+    with pytest.raises(SystemExit) as exit_:
+        translate_cli.main(["--model", str(tmp_path / "bare.keras"), "--input", source])
+    assert exit_.value.code == 2 and "see set_vocabularies" in capsys.readouterr().err
+
+
+def test_evaluate_prints_sacrebleus_scores(tmp_path, capsys):
+    hypotheses = ["the cat sat on the mat .", "a dog runs"]
+    first = ["the cat sat on a mat .", "a dog runs fast"]
+    second = ["a cat sat on the mat .", "the dog runs"]
+    hyp = write_lines(tmp_path / "hyp.txt", hypotheses)
+    ref1 = write_lines(tmp_path / "ref1.txt", first)
+    ref2 = write_lines(tmp_path / "ref2.txt", second)
+    assert evaluate_cli.main(["--hypotheses", hyp, "--references", ref1]) == 0
+    out = capsys.readouterr().out
+    assert f"BLEU = {corpus_bleu(hypotheses, first, tokenize='13a'):.2f} (" in out
+    assert f"chrF = {corpus_chrf(hypotheses, first):.2f}" in out
+    assert f"BLEU signature: {bleu_signature('13a')}" in out
+    argv = ["--hypotheses", hyp, "--references", ref1, "--references", ref2, "--tokenize", "none"]
+    assert evaluate_cli.main(argv) == 0
+    both = [list(pair) for pair in zip(first, second, strict=True)]
+    out = capsys.readouterr().out
+    assert f"BLEU = {corpus_bleu(hypotheses, both, tokenize='none'):.2f} (" in out
+    assert "nrefs:2" in out and "tok:none" in out
+    short = write_lines(tmp_path / "short.txt", first[:1])
+    for argv, message in [
+        (["--hypotheses", hyp, "--references", short], "2 hypotheses and 1 lines in"),
+        (["--hypotheses", hyp, "--references", ref1, "--tokenize", "moses"], "tokenize='moses'"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            evaluate_cli.main(argv)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module, option", [("translate", "--model"), ("evaluate", "--references")])
+def test_help_answers_without_keras(module, option):
+    command = [sys.executable, "-X", "importtime", "-m", f"keras_luong.{module}", "--help"]
+    shown = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert shown.returncode == 0 and option in shown.stdout
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in shown.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "keras_luong" in imported and not {"keras", "numpy"} & imported
+
+
+def test_python_m_translate_in_a_pipe(saved_model, tmp_path):
+    """The real command line, its input piped in and its output piped out: the translations
+    alone (no progress bar), line for line."""
+    path, model = saved_model
+    run = subprocess.run(
+        [sys.executable, "-m", "keras_luong.translate", "--model", path, "--beam", "2"],
+        input="".join(t + "\n" for t in TEXTS),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    expected = model.translate(TEXTS, sampler=BeamSearchSampler(2, length_penalty=1.0))
+    assert run.stdout == "".join(t + "\n" for t in expected)
