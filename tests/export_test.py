@@ -71,7 +71,7 @@ def run_onnx(path, tmp_path, source):
     "decoding",
     [
         {"sampler": "greedy"},
-        {"sampler": "beam", "num_beams": 3, "length_penalty": 0.6},
+        {"sampler": BeamSearchSampler(3, length_penalty=0.6)},
     ],
     ids=["greedy", "beam"],
 )
