@@ -36,15 +36,12 @@ def main(argv=None):
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides first")
     args = parser.parse_args(argv)
 
-    from keras_luong.datasets.parallel_text import check_text_file, iter_lines
+    from keras_luong.datasets.parallel_text import read_lines
     from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
 
     try:
-        if args.hypotheses == "-":
-            hypotheses = [line.rstrip("\n").rstrip("\r") for line in sys.stdin]
-        else:
-            hypotheses = list(iter_lines(check_text_file("hypotheses", args.hypotheses)))
-        sets = [list(iter_lines(check_text_file("references", f))) for f in args.references]
+        hypotheses = read_lines("hypotheses", args.hypotheses)
+        sets = [read_lines("references", file) for file in args.references]
         for file, references in zip(args.references, sets, strict=True):
             if len(references) != len(hypotheses):
                 raise ValueError(

@@ -10,6 +10,7 @@ standard error when it is a terminal.
 
 import argparse
 import contextlib
+import os
 import sys
 
 
@@ -50,16 +51,13 @@ def main(argv=None):
     import keras
 
     import keras_luong
-    from keras_luong.datasets.parallel_text import check_text_file, iter_lines
+    from keras_luong.datasets.parallel_text import read_lines
 
     for name in keras_luong.__all__:  # registers every class, for load_model
         getattr(keras_luong, name)
 
     try:
-        if args.input == "-":
-            texts = [line.rstrip("\n").rstrip("\r") for line in sys.stdin]
-        else:
-            texts = list(iter_lines(check_text_file("input", args.input)))
+        texts = read_lines("input", args.input)
         model = load_model(keras, args.model)
         sampler = "greedy"
         if args.beam > 1:
@@ -84,8 +82,6 @@ def main(argv=None):
 
 def load_model(keras, path):
     """The model of a `.keras` file, or a `ValueError` naming the file."""
-    import os
-
     if not os.path.isfile(path):
         raise ValueError(f"Invalid value for --model: no such file. Received: {path!r}")
     try:

@@ -3,6 +3,7 @@
 import contextlib
 import gzip
 import os
+import sys
 
 from keras_luong.checks import check_path
 
@@ -58,6 +59,14 @@ def iter_lines(file):
     with open_binary(file) as f:
         for number, line in enumerate(f, 1):
             yield decode_utf8(line.rstrip(b"\n").rstrip(b"\r"), file, line=number)
+
+
+def read_lines(name, file):
+    """The lines of `file` as `iter_lines` reads them, or of standard input when `file` is
+    `"-"` (the command lines' convention); a missing file is a `ValueError` naming `name`."""
+    if file == "-":
+        return [line.rstrip("\n").rstrip("\r") for line in sys.stdin]
+    return list(iter_lines(check_text_file(name, file)))
 
 
 def count_lines(file):
