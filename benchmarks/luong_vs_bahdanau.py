@@ -1,21 +1,24 @@
 """Luong's attention against Bahdanau's on the dates task, at one budget.
 
     KERAS_BACKEND=jax python benchmarks/luong_vs_bahdanau.py [--epochs 8] [--examples 12000] \
-        [--output tables.md] [--figure docs/luong_vs_bahdanau_attention.png]
+        [--seeds 0,1,2] [--output tables.md] [--figure docs/luong_vs_bahdanau_attention.png]
 
-Seven models trained with the same data, seed, epochs and optimizer: Luong's decoder (attend
-with h_t after the RNN step, input feeding, h̃ = tanh(W_c [c; h])) with the dot, general and
-concat scores and local-p; Bahdanau's additive score in that decoder (tensorflow-addons'
-AttentionWrapper: its timing is Luong's); and Bahdanau, Cho and Bengio's own decoder
-(attend with s_{t-1}, [y; c] into the LSTM, maxout deep output) with the additive and the
-general score, so that the score and the timing are seen apart.
+Seven models trained with the same data, epochs and optimizer, from each seed of `--seeds`:
+Luong's decoder (attend with h_t after the RNN step, input feeding, h̃ = tanh(W_c [c; h]))
+with the dot, general and concat scores and local-p; Bahdanau's additive score in that
+decoder (tensorflow-addons' AttentionWrapper: its timing is Luong's); and Bahdanau, Cho and
+Bengio's own decoder (attend with s_{t-1}, [y; c] into the LSTM, maxout deep output) with
+the additive and the general score, so that the score and the timing are seen apart.
 
 Prints (and writes as Markdown) held-out exact match of greedy decoding, alignment accuracy
-and AER of the teacher-forced attention, the trainable weights and the training time; then
+and AER of the teacher-forced attention, the trainable weights and the training time, for
+each seed and then each model's mean and range over the seeds; then
 the train-step and greedy-decoding times of each trained model, the fastest of rounds
-interleaved in this one process, as ratios to Luong's general score. With `--figure`, draws each
-model's attention on one test example side by side. Not run in CI: about a minute per model
-on 2 CPU cores.
+interleaved in this one process, as ratios to Luong's general score (the first seed's
+models). With `--figure`, draws each model's attention (first seed) on one test example side
+by side. The data are the same for every seed (`--data-seed`); notebook 07 trains three of
+these models exactly as this script does with seed 0. Not run in CI: about a minute per
+model and seed on 2 CPU cores.
 """
 
 import argparse
@@ -27,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_luong import LuongSeq2Seq  # noqa: E402
+from keras_luong import LuongSeq2Seq, SequenceLoss  # noqa: E402
 from keras_luong.datasets import dates  # noqa: E402
 
 # name -> LuongSeq2Seq arguments
@@ -43,8 +46,8 @@ MODELS = {
 REFERENCE = "Luong, general"
 
 
-def train(data, options, args):
-    keras.utils.set_random_seed(args.seed)
+def train(data, options, args, seed):
+    keras.utils.set_random_seed(seed)
     train_split = data["train"]
     model = LuongSeq2Seq(
         len(data["source_vocabulary"]),
@@ -56,7 +59,7 @@ def train(data, options, args):
     steps = args.epochs * (len(train_split["source"]) // 64)
     model.compile(
         optimizer=keras.optimizers.Adam(keras.optimizers.schedules.CosineDecay(3e-3, steps)),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=SequenceLoss(),  # the mean over the target tokens that are not padding
     )
     start = time.perf_counter()
     model.fit(
@@ -121,40 +124,66 @@ def draw(attention, data, path, example=0):
     figure.savefig(path, dpi=80)
 
 
+def summary(values, spec):
+    """`mean (lowest–highest)` of the seeds' values, or the value of one seed."""
+    if len(values) == 1:
+        return format(values[0], spec)
+    return (
+        f"{format(values.mean(), spec)} ({format(values.min(), spec)}–{format(values.max(), spec)})"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--examples", type=int, default=12000)
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--window", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", help="comma-separated (default: 0)")
+    parser.add_argument("--data-seed", type=int, default=0, help="the dates' seed (default: 0)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--output", help="write the tables as Markdown to this file")
     parser.add_argument("--figure", help="draw the attention of every model to this PNG")
     args = parser.parse_args()
 
-    data = dates.load_data(args.examples, seed=args.seed)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    data = dates.load_data(args.examples, seed=args.data_seed)
     header = (
         f"Dates task, {len(data['train']['source'])} training / {len(data['test']['source'])} "
         f"test examples, {args.epochs} epochs, units {args.units}, batch 64, Adam with cosine "
-        f"decay from 3e-3, backend {keras.backend.backend()}, seed {args.seed}."
+        f"decay from 3e-3, backend {keras.backend.backend()}, data seed {args.data_seed}, "
+        f"model seeds {', '.join(map(str, seeds))}."
     )
     print(header, flush=True)
-    quality = [
-        "| model | exact match | alignment accuracy | AER | weights | train time |",
-        "|---|---:|---:|---:|---:|---:|",
+    per_seed = [
+        "| model | seed | exact match | alignment accuracy | AER | weights | train time |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    models, attention = {}, {}
-    for name, options in MODELS.items():
-        model, seconds = train(data, options, args)
-        exact, accuracy, aer, weights = evaluate(model, data["test"])
-        models[name], attention[name] = model, weights
-        row = (
-            f"| {name} | {exact:.2%} | {accuracy:.2%} | {aer:.3f} "
-            f"| {model.count_params():,} | {seconds:.0f} s |"
+    models, attention, scores = {}, {}, {name: [] for name in MODELS}
+    for seed in seeds:
+        for name, options in MODELS.items():
+            model, seconds = train(data, options, args, seed)
+            exact, accuracy, aer, weights = evaluate(model, data["test"])
+            scores[name].append((exact, accuracy, aer))
+            if seed == seeds[0]:
+                models[name], attention[name] = model, weights
+            row = (
+                f"| {name} | {seed} | {exact:.2%} | {accuracy:.2%} | {aer:.3f} "
+                f"| {model.count_params():,} | {seconds:.0f} s |"
+            )
+            per_seed.append(row)
+            print(row, flush=True)
+    quality = [
+        "| model | exact match | alignment accuracy | AER | weights |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, rows in scores.items():
+        exact, accuracy, aer = np.array(rows).T
+        quality.append(
+            f"| {name} | {summary(exact, '.2%')} | {summary(accuracy, '.2%')} "
+            f"| {summary(aer, '.3f')} | {models[name].count_params():,} |"
         )
-        quality.append(row)
-        print(row, flush=True)
+    print("\n".join(quality), flush=True)
     times = step_times(models, data, args.rounds)
     reference = times[REFERENCE]
     speed = [
@@ -172,7 +201,12 @@ def main():
         draw(attention, data, args.figure)
     if args.output:
         with open(args.output, "w") as f:
-            f.write(f"{header}\n\n" + "\n".join(quality) + "\n\n")
+            f.write(f"{header}\n\n" + "\n".join(per_seed) + "\n\n")
+            f.write(
+                f"Mean (lowest–highest) over the {len(seeds)} seeds:\n\n"
+                + "\n".join(quality)
+                + "\n\n"
+            )
             f.write(
                 f"Step times of the trained models, the fastest of {args.rounds} interleaved "
                 "rounds in one process:\n\n" + "\n".join(speed) + "\n"

@@ -4,15 +4,20 @@ import importlib
 import sys
 
 # The modules run as `python -m keras_luong.<name>`.
-_COMMAND_LINES = ("keras_luong.prepare", "keras_luong.translate", "keras_luong.evaluate")
+_COMMAND_LINES = (
+    "keras_luong.prepare",
+    "keras_luong.translate",
+    "keras_luong.evaluate",
+    "keras_luong.train",
+)
 
 
 def _starting_the_command_line():
-    """True while a command line (`python -m keras_luong.prepare`, `.translate`, `.evaluate`)
-    is starting: Python imports this package
-    first, with `sys.argv[0]` set to "-m" until it has found the module. Its `--help` and
-    argument errors then answer without importing Keras (seconds with TensorFlow or torch);
-    the tool imports what it runs once its arguments are read."""
+    """True while a command line (`python -m keras_luong.prepare`, `.translate`,
+    `.evaluate`, `.train`) is starting: Python imports this package first, with
+    `sys.argv[0]` set to "-m" until it has found the module. Its `--help` and argument
+    errors then answer without importing Keras (seconds with TensorFlow or torch); the tool
+    imports what it runs once its arguments are read."""
     argv = getattr(sys, "orig_argv", [])
     return sys.argv[:1] == ["-m"] and any(
         a == "-m" and b in _COMMAND_LINES for a, b in zip(argv, argv[1:], strict=False)

@@ -218,14 +218,29 @@ def check_sentences(name, sentences):
 
 class TokenIdChecks:
     """A `keras.Model` mixin: `fit`, `evaluate` and `predict` check the token ids they are
-    given as arrays first (`self._check_data(x, y)`): out-of-range ids would give NaN on JAX
-    and a backend error elsewhere. A `tf.data.Dataset` or generator is passed through
-    unchecked (Keras reads it lazily). The model has `source_vocabulary_size` and
-    `target_vocabulary_size`, and takes `(source, target_in)` (a tuple or a dict)."""
+    given first (`self._check_data(x, y)`): out-of-range ids would give NaN on JAX and a
+    backend error elsewhere, and inside a compiled step they are read as the unknown id.
+    Arrays are checked whole; a batch source that knows its largest ids
+    (`BucketedBatches.largest_ids`) by them; any other `keras.utils.PyDataset` and a
+    `tf.data.Dataset` by their first batch (read once more, before training); a Python
+    generator is passed through unchecked (reading it would consume it). The model has
+    `source_vocabulary_size` and `target_vocabulary_size`, and takes `(source, target_in)`
+    (a tuple or a dict)."""
 
-    def _check_data(self, x, y=None):
-        """Checks the token ids of `(source, target_in)` and `y` given as arrays, and of a
-        batch source that knows its largest ids (`BucketedBatches.largest_ids`)."""
+    def _check_data(self, x, y=None, batches=True):
+        """Checks the token ids of `(source, target_in)` and `y` given as arrays, of a batch
+        source that knows its largest ids, and (with `batches`) of the first batch of
+        another batch source of `(inputs, targets)`."""
+        batch = first_batch(x) if batches else None
+        if batch is not None:
+            try:
+                self._check_data(*batch[:2])
+            except ValueError as error:
+                raise ValueError(
+                    f"Invalid value for argument x: its first batch has bad token ids ({error}). "
+                    f"Received: x={type(x).__name__}"
+                ) from None
+            return
         largest = getattr(x, "largest_ids", None)
         if isinstance(largest, tuple):
             sizes = (self.source_vocabulary_size, self.target_vocabulary_size)
@@ -259,9 +274,29 @@ class TokenIdChecks:
         return super().evaluate(x, y, *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
-        """`keras.Model.predict`, with the token ids checked first."""
-        self._check_data(x)
+        """`keras.Model.predict`, with the token ids of arrays checked first."""
+        self._check_data(x, batches=False)
         return super().predict(x, *args, **kwargs)
+
+
+def first_batch(x):
+    """The first `(inputs, targets)` of a batch source whose values can be read without
+    consuming it: a `keras.utils.PyDataset` that does not know its largest ids (`x[0]`), or a
+    `tf.data.Dataset` (one element of a new iterator), as numpy arrays; else `None`."""
+    if isinstance(x, keras.utils.PyDataset):
+        if isinstance(getattr(x, "largest_ids", None), tuple):
+            return None
+        batch = x[0]
+    elif type(x).__module__.startswith("tensorflow") and hasattr(x, "take"):
+        batch = next(iter(x.take(1)), None)
+        if batch is None:
+            return None
+        batch = keras.tree.map_structure(lambda t: np.asarray(t), batch)
+    else:
+        return None
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+        return None  # inputs alone (predict): nothing to check the targets against
+    return tuple(batch)
 
 
 def check_texts(name, texts, allow_empty=True):

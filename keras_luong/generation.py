@@ -25,6 +25,7 @@ from keras_luong.generator import (  # noqa: F401 (their home before generator.p
     start_decoding,
 )
 from keras_luong.samplers.base import portable_writes
+from keras_luong.text_export import check_text_export, export_text_saved_model
 from keras_luong.vocabulary_assets import check_vocabulary_size
 
 
@@ -357,7 +358,7 @@ class GenerationMixin:
         generator, _ = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
         return generator
 
-    def export_generator(self, filepath, max_length, format="tf_saved_model", **kwargs):
+    def export_generator(self, filepath, max_length, format="tf_saved_model", text=False, **kwargs):
         """Exports the decoding loop, source ids in and generated ids out, for serving with
         no Python package of keras-luong, Keras or the training backend:
 
@@ -374,25 +375,55 @@ class GenerationMixin:
         a format, save a `.keras` file, load it with `KERAS_BACKEND=tensorflow` and export
         there.
 
+        With `text=True` (a SavedModel of a model whose vocabularies are `SubwordVocabulary`),
+        strings go in and out: the default signature (also named `translate`) takes a
+        batch of texts `(batch,)` and returns `{"translations": (batch,)}` strings (with all
+        beams, `(batch, num_beams)` and their `"scores"`), `translate`'s outputs for the same
+        texts and `max_length`. The SentencePiece models are inside the SavedModel, read by
+        TensorFlow Text's tokenizer, whose ops the serving process needs (`import
+        tensorflow_text`); the `serve` signature takes ids and returns `{"ids": ...}`.
+
         Args:
             filepath: The SavedModel's folder, or the `.onnx` file.
             max_length: The number of target tokens generated at most.
             format: `"tf_saved_model"` (the default) or `"onnx"`.
+            text: Whether the SavedModel takes and returns strings. Defaults to `False`
+                (ids). Needs `tensorflow-text` (`pip install keras-luong[export]`).
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
                 `stop_token_ids`.
         """
+        if text not in (True, False):
+            raise ValueError(
+                f"Invalid value for argument text: expected True or False. Received: text={text!r}"
+            )
+        if text:
+            check_text_export(self, format)
         check_export_format(format)
         generator, _ = get_generator(self, max_length, **kwargs)
         if format == "onnx":
             check_onnx(generator.sampler)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
-        with portable_writes() if format == "onnx" else contextlib.nullcontext():
-            generator.export(
-                filepath,
-                format=format,
-                input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
-                verbose=False,
-            )
+
+        options = {}
+        if keras.backend.backend() == "jax" and format == "tf_saved_model":
+            # No gradients in a serving artifact: with them, jax2tf would trace the loop's
+            # reverse mode, which a while loop has none of (beam scores are float outputs).
+            options["jax2tf_kwargs"] = {"with_gradient": False}
+
+        def export_ids(path):
+            with portable_writes() if format == "onnx" else contextlib.nullcontext():
+                generator.export(
+                    path,
+                    format=format,
+                    input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
+                    verbose=False,
+                    **options,
+                )
+
+        if text:
+            export_text_saved_model(self, filepath, export_ids)
+        else:
+            export_ids(filepath)
 
 
 # The formats `export_generator` writes, and the backends each is written from.

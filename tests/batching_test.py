@@ -3,6 +3,7 @@ that weigh nothing in `fit`, and bad arguments refused."""
 
 import collections
 
+import keras
 import numpy as np
 import pytest
 
@@ -228,3 +229,60 @@ def test_fit_refuses_batches_whose_ids_pass_the_vocabulary():
         model.fit(good, validation_data=bad, epochs=1, verbose=0)
     assert not model.built  # refused before any step
     model.fit(good, epochs=1, verbose=0)  # the good batches train
+
+
+class ListBatches(keras.utils.PyDataset):
+    """A plain `PyDataset` of given `((source, target_in), target_out)` batches."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        return self.batches[index]
+
+
+def first_batches(bad_side):
+    """Two batches of ids for a model of 50 ids a side; the first holds id 99 on `bad_side`
+    ("source", "target_in" or "y") when given."""
+    rng = np.random.default_rng(0)
+    batches = []
+    for _ in range(2):
+        source, target_in, y = (rng.integers(4, 50, (3, 5)).astype("int32") for _ in range(3))
+        batches.append(((source, target_in), y))
+    if bad_side is not None:
+        (source, target_in), y = batches[0]
+        {"source": source, "target_in": target_in, "y": y}[bad_side][1, 2] = 99
+    return batches
+
+
+@pytest.mark.parametrize("bad_side", ["source", "target_in", "y"])
+@pytest.mark.parametrize("kind", ["PyDataset", "tf.data"])
+def test_fit_refuses_a_first_batch_whose_ids_pass_the_vocabulary(kind, bad_side):
+    """Any other batch source (a `PyDataset`, a `tf.data.Dataset`) gets the arrays'
+    `ValueError` from its first batch, before any step."""
+
+    def source_of(batches):
+        if kind == "PyDataset":
+            return ListBatches(batches)
+        tf = pytest.importorskip("tensorflow")
+        return tf.data.Dataset.from_generator(
+            lambda: iter(batches),
+            output_signature=(
+                (tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, None), tf.int32)),
+                tf.TensorSpec((None, None), tf.int32),
+            ),
+        )
+
+    model = tiny_model(Vocabulary([str(i) for i in range(46)]))  # ids 0 to 49
+    bad, good = source_of(first_batches(bad_side)), source_of(first_batches(None))
+    with pytest.raises(ValueError, match=rf"first batch has bad token ids.*{bad_side}.*to 99"):
+        model.fit(bad, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"first batch has bad token ids.*to 99"):
+        model.fit(good, validation_data=bad, epochs=1, verbose=0)
+    assert not model.built  # refused before any step
+    history = model.fit(good, epochs=2, verbose=0)  # the good batches train
+    assert history.history["loss"][1] < history.history["loss"][0]

@@ -1,6 +1,8 @@
-"""The command lines `python -m keras_luong.translate` and `python -m keras_luong.evaluate`:
-the same outputs as the functions they call, `--help` without Keras, exit 2 on bad input."""
+"""The command lines `python -m keras_luong.translate`, `.evaluate` and `.train`: the same
+outputs as the functions and recipe they stand for, `--help` without Keras, exit 2 on bad
+input."""
 
+import csv
 import io
 import os
 import subprocess
@@ -10,10 +12,21 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, LuongSeq2Seq, Vocabulary
+from keras_luong import (
+    AttentionCallback,
+    BeamSearchSampler,
+    BleuCallback,
+    BucketedBatches,
+    LuongSeq2Seq,
+    SequenceLoss,
+    Vocabulary,
+)
 from keras_luong import evaluate as evaluate_cli
+from keras_luong import train as train_cli
 from keras_luong import translate as translate_cli
+from keras_luong.datasets.prepared import PreparedCorpus, prepare_corpus
 from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
+from tests.corpora import ENGLISH, GERMAN, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXTS = ["abc", "ba", "", "cabbage"]
@@ -129,7 +142,10 @@ def test_evaluate_prints_sacrebleus_scores(tmp_path, capsys):
         assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module, option", [("translate", "--model"), ("evaluate", "--references")])
+@pytest.mark.parametrize(
+    "module, option",
+    [("translate", "--model"), ("evaluate", "--references"), ("train", "--corpus")],
+)
 def test_help_answers_without_keras(module, option):
     command = [sys.executable, "-X", "importtime", "-m", f"keras_luong.{module}", "--help"]
     shown = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -158,3 +174,103 @@ def test_python_m_translate_in_a_pipe(saved_model, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     expected = model.translate(TEXTS, sampler=BeamSearchSampler(2, length_penalty=1.0))
     assert run.stdout == "".join(t + "\n" for t in expected)
+
+
+@pytest.fixture
+def prepared(tmp_path):
+    """A corpus prepared on disk, and validation files of other sentences."""
+    files = write(tmp_path / "train.en", ENGLISH * 4), write(tmp_path / "train.de", GERMAN * 4)
+    prepare_corpus(*files, tmp_path / "corpus", vocabulary_size=60, verbose=0)
+    valid_source = write_lines(tmp_path / "valid.en", [ENGLISH[1], "a dog sings ."])
+    valid_target = write_lines(tmp_path / "valid.de", [GERMAN[1], "ein hund singt ."])
+    return str(tmp_path / "corpus"), valid_source, valid_target
+
+
+def the_documented_recipe(corpus_folder, valid_source, valid_target):
+    """The translation guide's recipe written out by hand, at the test's sizes (units 8,
+    embeddings 4, 2 epochs, batches of 64 tokens)."""
+    corpus = PreparedCorpus(corpus_folder)
+    subwords = corpus.vocabulary
+    keras.utils.set_random_seed(0)
+    train = BucketedBatches(corpus, tokens_per_batch=64, seed=0)
+    model = LuongSeq2Seq(
+        len(subwords),
+        len(subwords),
+        units=8,
+        embedding_dim=4,
+        dropout=0.3,
+        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+    )
+    model.set_vocabularies(subwords, subwords)
+    model.compile(
+        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+    )
+    sources = [line.rstrip("\n") for line in open(valid_source, encoding="utf-8")]
+    targets = [line.rstrip("\n") for line in open(valid_target, encoding="utf-8")]
+    source_ids = [subwords.encode(s) for s in sources]
+    target_ids = [subwords.encode(t) for t in targets]
+    history = model.fit(
+        train,
+        validation_data=BucketedBatches(source_ids, target_ids, 64, shuffle=False),
+        epochs=2,
+        callbacks=[
+            AttentionCallback(
+                keras.utils.pad_sequences(source_ids, padding="post"),
+                keras.utils.pad_sequences([[1, *t] for t in target_ids], padding="post"),
+            ),
+            BleuCallback(sources, targets),
+            keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1),
+            keras.callbacks.EarlyStopping(
+                "val_bleu", mode="max", patience=3, restore_best_weights=True
+            ),
+        ],
+        verbose=0,
+        shuffle=False,
+    )
+    return model, history.history
+
+
+def test_train_is_the_documented_recipe(prepared, tmp_path):
+    """The command line trains the weights, and logs the figures, of the guide's recipe
+    followed by hand; the file it writes loads with the corpus's vocabulary and translates
+    as that model does."""
+    corpus, valid_source, valid_target = prepared
+    out, log = str(tmp_path / "model.keras"), str(tmp_path / "log.csv")
+    argv = ["--corpus", corpus, "--out", out, "--valid-source", valid_source]
+    argv += ["--valid-target", valid_target, "--epochs", "2", "--units", "8"]
+    argv += ["--embedding-dim", "4", "--tokens-per-batch", "64", "--log", log, "--quiet"]
+    assert train_cli.main(argv) == 0
+    model, history = the_documented_recipe(corpus, valid_source, valid_target)
+    with open(log, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for key in ("loss", "val_loss", "val_bleu", "val_attention_diagonal", "learning_rate"):
+        logged = [float(row[key]) for row in rows]
+        np.testing.assert_allclose(logged, history[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    assert history["loss"][1] < history["loss"][0]  # it learns
+    loaded = keras.saving.load_model(out)
+    for saved, trained in zip(loaded.weights, model.weights, strict=True):
+        np.testing.assert_allclose(saved, trained, rtol=1e-5, atol=1e-6, err_msg=saved.path)
+    assert len(loaded.source_vocabulary) == len(PreparedCorpus(corpus).vocabulary)
+    assert loaded.translate(ENGLISH[:2]) == model.translate(ENGLISH[:2])
+
+
+def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
+    corpus, valid_source, _ = prepared
+    out = str(tmp_path / "m.keras")
+    cases = [
+        (["--corpus", str(tmp_path), "--out", out], "has no corpus.json"),
+        (["--corpus", corpus, "--out", str(tmp_path / "m.h5")], "--out must name a .keras"),
+        (["--corpus", corpus, "--out", str(tmp_path / "no" / "m.keras")], "does not exist"),
+        (["--corpus", corpus, "--out", out, "--valid-source", valid_source], "go together"),
+        (["--corpus", corpus, "--out", out, "--epochs", "0"], "--epochs must be at least 1"),
+        (["--corpus", corpus, "--out", out, "--dropout", "1.5"], "--dropout must be in [0, 1)"),
+        (["--corpus", corpus, "--out", out, "--clip-norm", "0"], "--clip-norm must be positive"),
+        (["--corpus", corpus, "--out", out, "--alignment", "diagonal"], "alignment='diagonal'"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            train_cli.main(argv)
+        error = capsys.readouterr().err
+        assert exit_.value.code == 2 and message in error, error
+    assert not os.path.exists(out)  # refused before anything was trained or written

@@ -4,9 +4,12 @@ Each page below has its python blocks executed in order in one namespace (in a t
 directory, for the files they save); blocks in a tab or after a comment that say they are
 tensorflow-addons code are for reading only. The blocks assert their own values (against
 numpy, or properties such as weights summing to one); this test checks they ran and printed
-what the page says they print.
+what the page says they print. The recipes for a user's own corpus run on tiny files written
+under the names they read, their sizes made small; a block that cannot run here (a GPU
+cluster's launcher) carries a marker saying why, and every other block of every page runs.
 """
 
+import gzip
 import importlib
 import inspect
 import os
@@ -19,6 +22,7 @@ import pytest
 
 import keras_luong
 from keras_luong import base_attention, batching, callbacks, losses, samplers, vocabulary
+from tests.corpora import ENGLISH, GERMAN
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 # page -> text the page's comments say its code prints
@@ -37,6 +41,8 @@ PAGES = {
     "guide/seq2seq.md": ["p = 0.4", "(8, 6) (8, 3, 6) (8, 3)", "(2, 6, 5)", "(8, 6) (8, 6)"],
     "guide/backends.md": ["float16"],
     "guide/deployment.md": ["(2, 10)"],
+    "api/luong_seq2seq.md": [],
+    "api/scheduled_sampling.md": [],
     "migrating.md": [
         "(2, 5, 30)",
         "(2, 20)",
@@ -45,42 +51,163 @@ PAGES = {
         "(2, 5, 12) (2, 5, 7)",
     ],
 }
-# pages whose code runs on one backend only -> why
-ONE_BACKEND = {
-    "guide/deployment.md": (
-        "tensorflow",
-        "ONNX is written from TensorFlow; export_test.py takes the other backends' models "
-        "there through a .keras file",
-    ),
+
+
+def saved_members():
+    """Four small models of one subword vocabulary saved as `member{seed}.keras` (and two
+    epochs' weights of the first), as the translation page's ensemble code reads them."""
+    from keras_luong import LuongSeq2Seq, SubwordVocabulary
+
+    subwords = SubwordVocabulary.train(ENGLISH * 4 + GERMAN * 4, vocabulary_size=60)
+    ids = subwords.encode_batch(ENGLISH[:2])
+    for seed in range(4):
+        keras.utils.set_random_seed(seed)
+        model = LuongSeq2Seq(60, 60, units=8, embedding_dim=4)
+        model.set_vocabularies(subwords, subwords)
+        model((ids, ids))
+        model.save(f"member{seed}.keras")
+        if seed == 0:
+            for epoch in (9, 10):
+                model.save_weights(f"member0-epoch{epoch}.weights.h5")
+    return {"sources": ENGLISH[:2]}
+
+
+# Pages whose code is a recipe for the user's own files and sizes: it runs on tiny files
+# written under the names it reads, with its sizes made small. Each `(page's text, test's
+# text)` must be found in the page's code, so a page that changes fails here rather than
+# running something else. `given`: names the page's code takes as defined (its data);
+# `setup`: makes the files it reads that are models, and returns more such names.
+RECIPES = {
+    "translation.md": {
+        "setup": saved_members,
+        "files": {
+            "train.fr.gz": ENGLISH * 4,
+            "train.en.gz": GERMAN * 4,
+            "valid.fr": ENGLISH[:3],
+            "valid.en": GERMAN[:3],
+        },
+        "shrink": [
+            ("vocabulary_size=8000", "vocabulary_size=60"),
+            ("units=256", "units=8"),
+            ("embedding_dim=128", "embedding_dim=4"),
+            ("tokens_per_batch=2048", "tokens_per_batch=64"),
+            ("epochs=30", "epochs=1"),
+        ],
+        "written": ["fr_en.keras"],
+    },
+    "large_corpus.md": {
+        "files": {
+            "train.en.gz": ENGLISH * 4,
+            "train.de.gz": GERMAN * 4,
+            "newstest2013.en": ENGLISH[:2],
+            "newstest2013.de": GERMAN[:2],
+            "newstest2014.en": ENGLISH[2:4],
+            "newstest2014.de": GERMAN[2:4],
+        },
+        "shrink": [
+            ("vocabulary_size=32000", "vocabulary_size=60"),
+            (
+                "LuongSeq2Seq.paper(len(vocabulary), len(vocabulary))",
+                "LuongSeq2Seq.paper(len(vocabulary), len(vocabulary), units=8, embedding_dim=4)",
+            ),
+            ("epochs=12", "epochs=1"),
+            ('f"wmt14-{seed}.keras") for seed in range(8)', '"wmt14.keras") for seed in range(2)'),
+        ],
+        "written": ["wmt14.keras", "wmt14/corpus.json", "wmt14-valid/corpus.json"],
+    },
+    "scaling.md": {
+        "given": {
+            "source_size": 20,
+            "target_size": 20,
+            "source_ids": [[4, 5, 6], [7, 8], [9, 10, 11, 12], [5, 6]] * 3,
+            "target_ids": [[5, 6], [8, 9, 7], [10, 11], [6, 5, 4]] * 3,
+        },
+        "shrink": [("epochs=10", "epochs=1")],
+    },
 }
+# A python block the docs test does not run says so, with its reason, on the line before it:
+#     <!-- not run by the docs test: needs torchrun and a GPU a process -->
+# and one that runs on one backend only names it (and why):
+#     <!-- run by the docs test on tensorflow only: ONNX is written from TensorFlow -->
+MARKER = re.compile(
+    r"^ *<!-- (?:not run by the docs test|run by the docs test on (?P<backend>\w+) only): "
+    r"(?P<reason>\S.*?) -->\n(?: *\n)?\Z",
+    re.M,
+)
 BLOCK = re.compile(r"^(?P<indent> *)```python\n(?P<code>.*?)^(?P=indent)```", re.S | re.M)
 
 
 def python_blocks(text):
-    """The page's executable python blocks: fenced `python`, not tensorflow-addons code."""
+    """The page's python blocks, not tensorflow-addons code, as `(code, backend, reason)`:
+    `backend` None for every backend, "" for none (the block's marker says why)."""
     blocks = []
     for match in BLOCK.finditer(text):
         code = textwrap.dedent(match.group("code"))
         if code.lstrip().startswith("# tensorflow-addons"):
             continue
-        blocks.append(code)
+        before = text[: match.start()].rsplit("\n", 3)
+        marker = MARKER.search("\n".join(before[-3:]))
+        if marker is None:
+            blocks.append((code, None, ""))
+        else:
+            blocks.append((code, marker.group("backend") or "", marker.group("reason")))
     return blocks
 
 
-@pytest.mark.parametrize("page", sorted(PAGES))
+def write_files(files):
+    for name, lines in files.items():
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        with (gzip.open if name.endswith(".gz") else open)(name, "wb") as f:
+            f.write(data)
+
+
+@pytest.mark.parametrize("page", sorted({*PAGES, *RECIPES}))
 def test_page_code_runs_as_written(page, tmp_path, capsys, monkeypatch):
-    backend, reason = ONE_BACKEND.get(page, (keras.backend.backend(), ""))
-    if keras.backend.backend() != backend:
-        pytest.skip(reason)
     blocks = python_blocks((DOCS / page).read_text())
     assert blocks, f"{page} has no python block"
+    recipe = RECIPES.get(page, {})
     monkeypatch.chdir(tmp_path)
-    namespace = {}
-    for number, code in enumerate(blocks):
-        exec(compile(code, f"{page} block {number + 1}", "exec"), namespace)
+    write_files(recipe.get("files", {}))
+    namespace = dict(recipe.get("given", {}))
+    if "setup" in recipe:
+        namespace.update(recipe["setup"]())
+    shrink = [[old, new, 0] for old, new in recipe.get("shrink", [])]
+    ran = 0
+    try:
+        for number, (code, backend, _) in enumerate(blocks):
+            if backend is not None and backend != keras.backend.backend():
+                continue
+            for change in shrink:
+                change[2] += code.count(change[0])
+                code = code.replace(change[0], change[1])
+            exec(compile(code, f"{page} block {number + 1}", "exec"), namespace)
+            ran += 1
+    finally:
+        keras.distribution.set_distribution(None)  # a page may set one
+    if not ran:
+        reasons = "; ".join(dict.fromkeys(reason for _, _, reason in blocks))
+        pytest.skip(f"{page}: no block runs on {keras.backend.backend()} ({reasons})")
+    for old, _, found in shrink:
+        assert found, f"{page} no longer has {old!r}: update RECIPES"
     printed = capsys.readouterr().out
-    for expected in PAGES[page]:
+    for expected in PAGES.get(page, []):
         assert expected in printed, f"{page} should print {expected!r}; printed:\n{printed}"
+    for name in recipe.get("written", []):
+        assert os.path.isfile(name), f"{page}'s code should write {name}"
+
+
+def test_every_python_block_runs_or_says_why():
+    """A page's python block is run by the test above, or its marker gives the reason."""
+    for path in sorted(DOCS.rglob("*.md")):
+        page = path.relative_to(DOCS).as_posix()
+        for number, (_, backend, reason) in enumerate(python_blocks(path.read_text())):
+            where = f"{page} block {number + 1}"
+            if backend == "":
+                assert len(reason) > 10, f"{where}: say why it is not run"
+                continue
+            assert page in PAGES or page in RECIPES, f"{where} is not run by the docs test"
+            if backend is not None:
+                assert backend in ("jax", "tensorflow", "torch"), f"{where}: {backend}?"
 
 
 def test_migration_page_shows_both_sides():

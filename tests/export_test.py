@@ -1,6 +1,7 @@
 """`export_generator`'s formats: each artifact run by its own runtime in a fresh process with
 no Keras in it, giving `generate`'s ids for a batch with padding; and the refusals."""
 
+import json
 import sys
 import textwrap
 
@@ -8,7 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, LuongSeq2Seq, samplers
+from keras_luong import BeamSearchSampler, LuongSeq2Seq, SubwordVocabulary, Vocabulary, samplers
+from tests.corpora import ENGLISH, GERMAN
 from tests.seq2seq_test import run_python
 from tests.test_case import BACKEND, save_and_load
 
@@ -141,3 +143,117 @@ def test_onnx_without_its_converter_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tf2onnx", None)  # an import of it fails
     with pytest.raises(ImportError, match=r"pip install 'keras-luong\[export\]'"):
         spread_model().export_generator(str(tmp_path / "g.onnx"), MAX_LENGTH, format="onnx")
+
+
+# Texts for the text SavedModel: seen words, an empty text, and symbols never seen.
+TEXTS = [ENGLISH[0], ENGLISH[3], "", "a dog ü ☃ sings", ENGLISH[1]]
+
+
+def subword_model():
+    """A small model with one SentencePiece vocabulary for both sides and spread-out logits
+    (the end id less likely, so the translations have words)."""
+    vocabulary = SubwordVocabulary.train(ENGLISH * 4 + GERMAN * 4, vocabulary_size=60)
+    keras.utils.set_random_seed(0)
+    model = LuongSeq2Seq(60, 60, units=8, embedding_dim=4)
+    model.set_vocabularies(vocabulary, vocabulary)
+    ids = vocabulary.encode_batch(ENGLISH[:2])
+    model((ids, ids))
+    rng = np.random.default_rng(0)
+    model.projection.kernel.assign(rng.normal(0, 1, (8, 60)).astype("float32"))
+    model.projection.bias.assign(np.eye(60, dtype="float32")[2] * -2.0)
+    return model
+
+
+def export_text(model, tmp_path, sampler):
+    """The text SavedModel: written on this backend (TensorFlow, JAX), or from torch by the
+    documented route, a `.keras` file loaded and exported on TensorFlow."""
+    path = str(tmp_path / "translator")
+    if BACKEND != "torch":
+        model.export_generator(path, MAX_LENGTH, text=True, sampler=sampler)
+        return path
+    keras_path, _ = save_and_load(model, tmp_path)
+    script = f"""
+        import keras
+        from keras_luong import samplers
+        model = keras.saving.load_model({keras_path!r})
+        sampler = samplers.deserialize({samplers.serialize(samplers.get(sampler))!r})
+        model.export_generator({path!r}, {MAX_LENGTH}, text=True, sampler=sampler)
+        """
+    run_python(textwrap.dedent(script), "tensorflow")
+    return path
+
+
+def run_text_saved_model(path, tmp_path, texts, source):
+    """The SavedModel's default signature on `texts` and its `serve` signature on the ids
+    `source`, run by TensorFlow and TensorFlow Text alone: `{"translations": nested lists of
+    str, "scores": ..., "ids": ...}`."""
+    out = str(tmp_path / "out.json")
+    np.save(tmp_path / "source.npy", source)
+    script = f"""
+        import json, sys
+        import tensorflow as tf
+        import tensorflow_text  # the tokenizer's ops
+        translator = tf.saved_model.load({path!r})
+        result = translator.signatures["serving_default"](texts=tf.constant({texts!r}))
+        result = {{k: v.numpy().tolist() for k, v in result.items()}}
+        result["translations"] = json.loads(json.dumps(
+            result["translations"], default=lambda b: b.decode("utf-8")))
+        import numpy as np
+        source = tf.constant(np.load({str(tmp_path / "source.npy")!r}))
+        result["ids"] = translator.signatures["serve"](source=source)["ids"].numpy().tolist()
+        json.dump(result, open({out!r}, "w"))
+        assert not {{"keras_luong", "keras_hub", "sentencepiece"}} & set(sys.modules)
+        """
+    run_python(textwrap.dedent(script), "tensorflow")
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize(
+    "sampler", ["greedy", BeamSearchSampler(3, length_penalty=0.6)], ids=["greedy", "beam"]
+)
+def test_text_saved_model_translates_like_translate(tmp_path, sampler):
+    """Strings in, strings out, with the SentencePiece model inside: translate's outputs for
+    the same texts, unseen symbols and an empty text included."""
+    model = subword_model()
+    expected = model.translate(TEXTS, max_length=MAX_LENGTH, sampler=sampler)
+    assert sum(bool(t) for t in expected) >= 3  # the outputs compared have words
+    source = model.source_vocabulary.encode_batch(TEXTS)
+    path = export_text(model, tmp_path, sampler)
+    result = run_text_saved_model(path, tmp_path, TEXTS, source)
+    assert result["translations"] == expected
+    # Its `serve` signature takes ids, as an ids export does.
+    expected_ids = model.generate(source, max_length=MAX_LENGTH, sampler=sampler)
+    np.testing.assert_array_equal(result["ids"], expected_ids)
+    # The batch stays dynamic: one text, as translate gives it.
+    one = run_text_saved_model(path, tmp_path, TEXTS[1:2], source[1:2])
+    assert one["translations"] == expected[1:2]
+
+
+def test_text_saved_model_returns_every_beam_with_its_score(tmp_path):
+    model = subword_model()
+    sampler = BeamSearchSampler(3, return_all_beams=True)
+    expected = model.translate(TEXTS, max_length=MAX_LENGTH, sampler=sampler)
+    source = model.source_vocabulary.encode_batch(TEXTS)
+    result = run_text_saved_model(export_text(model, tmp_path, sampler), tmp_path, TEXTS, source)
+    assert result["translations"] == [[text for text, _ in best] for best in expected]
+    np.testing.assert_allclose(
+        result["scores"], [[score for _, score in best] for best in expected], atol=1e-5
+    )
+    expected_ids, _ = model.generate(source, max_length=MAX_LENGTH, sampler=sampler)
+    np.testing.assert_array_equal(result["ids"], expected_ids)
+
+
+def test_text_export_refuses_what_it_cannot_write(tmp_path):
+    model = subword_model()
+    with pytest.raises(ValueError, match="SavedModel only.*text=True with format='onnx'"):
+        model.export_generator(str(tmp_path / "t.onnx"), MAX_LENGTH, format="onnx", text=True)
+    with pytest.raises(ValueError, match="Received: text='yes'"):
+        model.export_generator(str(tmp_path / "t"), MAX_LENGTH, text="yes")
+    bare = spread_model()
+    with pytest.raises(ValueError, match="no source vocabulary.*set_vocabularies"):
+        bare.export_generator(str(tmp_path / "t"), MAX_LENGTH, text=True)
+    words = Vocabulary([str(i) for i in range(16)])
+    bare.set_vocabularies(words, Vocabulary([str(i) for i in range(21)]))
+    with pytest.raises(ValueError, match="source vocabulary of type Vocabulary"):
+        bare.export_generator(str(tmp_path / "t"), MAX_LENGTH, text=True)

@@ -1,0 +1,181 @@
+"""`python -m keras_luong.train`: a model trained on a prepared corpus by the documented recipe.
+
+    python -m keras_luong.prepare --source train.fr.gz --target train.en.gz --out fr-en
+    python -m keras_luong.train --corpus fr-en --valid-source valid.fr --valid-target valid.en \\
+        --out fr_en.keras
+
+trains `LuongSeq2Seq` (global attention, general score, input feeding) by the recipe of the
+translation guide: every weight uniform in ±0.1, Adam at 2e-3 with the gradient clipped at
+global norm 5, `SequenceLoss` with label smoothing 0.1, batches of about 2048 tokens. With a
+validation set it also logs the validation loss, `val_bleu` and `val_attention_diagonal`,
+halves the rate when the validation loss stops falling, stops when `val_bleu` has not risen
+for `--patience` epochs, and keeps the best epoch's weights. The `.keras` file written holds
+the corpus's vocabulary: `python -m keras_luong.translate --model` takes it as it is.
+"""
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_luong.train",
+        description="Train a LuongSeq2Seq model on a corpus prepared by python -m "
+        "keras_luong.prepare, by the recipe of the translation guide, and save it (with its "
+        "vocabulary) as a .keras file.",
+    )
+    parser.add_argument("--corpus", required=True, help="the folder keras_luong.prepare wrote")
+    parser.add_argument("--out", required=True, help="the .keras file to write")
+    parser.add_argument("--valid-source", help="validation source text, a sentence a line")
+    parser.add_argument("--valid-target", help="validation references, aligned with it")
+    parser.add_argument("--epochs", type=int, default=30, help="at most this many (default: 30)")
+    parser.add_argument("--tokens-per-batch", type=int, default=2048, help="default: 2048")
+    parser.add_argument("--units", type=int, default=256, help="LSTM units (default: 256)")
+    parser.add_argument("--embedding-dim", type=int, default=128, help="default: 128")
+    parser.add_argument("--dropout", type=float, default=0.3, help="default: 0.3")
+    parser.add_argument(
+        "--alignment",
+        default="global",
+        help="global (the default), monotonic (local-m), predictive (local-p), or another "
+        "registered alignment",
+    )
+    parser.add_argument(
+        "--score-mode", default="general", help="general (the default), dot, concat, bahdanau"
+    )
+    parser.add_argument(
+        "--attention-timing",
+        choices=("luong", "bahdanau"),
+        default="luong",
+        help="luong (the default): attend after the step; bahdanau: before it, from the "
+        "previous state (with --score-mode bahdanau: Bahdanau et al.'s attention)",
+    )
+    parser.add_argument("--learning-rate", type=float, default=2e-3, help="Adam's; default: 2e-3")
+    parser.add_argument(
+        "--clip-norm", type=float, default=5.0, help="the gradient's global norm (default: 5)"
+    )
+    parser.add_argument("--label-smoothing", type=float, default=0.1, help="default: 0.1")
+    parser.add_argument(
+        "--init-scale",
+        type=float,
+        default=0.1,
+        help="every weight starts uniform in ±this (default: 0.1)",
+    )
+    parser.add_argument(
+        "--patience", type=int, default=3, help="epochs without a better val_bleu (default: 3)"
+    )
+    parser.add_argument(
+        "--tokenize",
+        default="13a",
+        help="sacreBLEU's tokenizer for val_bleu: 13a (the default) for raw text, none for "
+        "text tokenized already",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="weights and batch order (default: 0)")
+    parser.add_argument("--log", help="a CSV file of each epoch's logs")
+    parser.add_argument("--quiet", action="store_true", help="one line an epoch, no bar")
+    args = parser.parse_args(argv)
+    for name in ("epochs", "tokens_per_batch", "units", "embedding_dim", "patience"):
+        if getattr(args, name) < 1:
+            parser.error(
+                f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}"
+            )
+    for name in ("learning_rate", "clip_norm", "init_scale"):
+        if not getattr(args, name) > 0:
+            parser.error(
+                f"--{name.replace('_', '-')} must be positive. Received: {getattr(args, name)}"
+            )
+    for name in ("dropout", "label_smoothing"):
+        if not 0 <= getattr(args, name) < 1:
+            parser.error(
+                f"--{name.replace('_', '-')} must be in [0, 1). Received: {getattr(args, name)}"
+            )
+    if (args.valid_source is None) != (args.valid_target is None):
+        parser.error("--valid-source and --valid-target go together: give both or neither")
+    if not args.out.endswith(".keras"):
+        parser.error(f"--out must name a .keras file. Received: {args.out!r}")
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):  # said now, not after hours of training
+        parser.error(f"--out: the folder {folder!r} does not exist")
+
+    try:
+        train(args)
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    return 0
+
+
+def train(args):
+    """The recipe, from the parsed `args`."""
+    import keras
+
+    from keras_luong.batching import BucketedBatches
+    from keras_luong.callbacks import AttentionCallback, BleuCallback
+    from keras_luong.datasets.parallel_text import load_parallel_text
+    from keras_luong.datasets.prepared import PreparedCorpus
+    from keras_luong.losses import SequenceLoss
+    from keras_luong.seq2seq import LuongSeq2Seq
+
+    corpus = PreparedCorpus(args.corpus)
+    vocabulary = corpus.vocabulary
+    keras.utils.set_random_seed(args.seed)
+    batches = BucketedBatches(corpus, tokens_per_batch=args.tokens_per_batch, seed=args.seed)
+    model = LuongSeq2Seq(
+        len(vocabulary),
+        len(vocabulary),
+        units=args.units,
+        embedding_dim=args.embedding_dim,
+        alignment=args.alignment,
+        score_mode=args.score_mode,
+        attention_timing=args.attention_timing,
+        dropout=args.dropout,
+        initializer=keras.initializers.RandomUniform(-args.init_scale, args.init_scale),
+    )
+    model.set_vocabularies(vocabulary, vocabulary)
+    model.compile(
+        keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clip_norm),
+        SequenceLoss(label_smoothing=args.label_smoothing),
+    )
+    callbacks, validation = [], None
+    if args.valid_source is not None:
+        sources, targets = load_parallel_text(args.valid_source, args.valid_target)
+        source_ids = [vocabulary.encode(s) for s in sources]
+        target_ids = [vocabulary.encode(t) for t in targets]
+        validation = BucketedBatches(
+            source_ids, target_ids, tokens_per_batch=args.tokens_per_batch, shuffle=False
+        )
+        watched = keras.utils.pad_sequences(source_ids[:200], padding="post")
+        watched_in = keras.utils.pad_sequences(
+            [[model.start_token, *t] for t in target_ids[:200]], padding="post"
+        )
+        callbacks = [
+            AttentionCallback(watched, watched_in),
+            BleuCallback(sources, targets, tokenize=args.tokenize),
+            keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1),
+            keras.callbacks.EarlyStopping(
+                "val_bleu", mode="max", patience=args.patience, restore_best_weights=True
+            ),
+            # The best epoch so far on disk, should training be cut short.
+            keras.callbacks.ModelCheckpoint(
+                args.out, monitor="val_bleu", mode="max", save_best_only=True
+            ),
+        ]
+    else:
+        callbacks = [keras.callbacks.ModelCheckpoint(args.out)]
+    if args.log:
+        callbacks.append(keras.callbacks.CSVLogger(args.log))
+    verbose = 2 if args.quiet or not sys.stdout.isatty() else 1
+    model.fit(
+        batches,
+        validation_data=validation,
+        epochs=args.epochs,
+        callbacks=callbacks,
+        verbose=verbose,
+        shuffle=False,  # the batches' own seeded order
+    )
+    model.save(args.out)  # with validation: the best epoch's weights, which EarlyStopping restores
+    return model
+
+
+if __name__ == "__main__":
+    sys.exit(main())
