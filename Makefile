@@ -119,10 +119,10 @@ demo: install
 results: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/variants.py --output docs/results.md
 
-# The tables of docs/luong_vs_bahdanau.md (printed) and its figure: seven models at one budget
-# (about ten minutes; not part of CI).
+# The tables of docs/luong_vs_bahdanau.md (printed) and its figure: seven models at one budget,
+# three seeds each (about 30 minutes; not part of CI).
 luong-vs-bahdanau: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/luong_vs_bahdanau.py \
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/luong_vs_bahdanau.py --seeds 0,1,2 \
 		--figure docs/luong_vs_bahdanau_attention.png
 
 # Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
