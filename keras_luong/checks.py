@@ -231,16 +231,6 @@ class TokenIdChecks:
         """Checks the token ids of `(source, target_in)` and `y` given as arrays, of a batch
         source that knows its largest ids, and (with `batches`) of the first batch of
         another batch source of `(inputs, targets)`."""
-        batch = first_batch(x) if batches else None
-        if batch is not None:
-            try:
-                self._check_data(*batch[:2])
-            except ValueError as error:
-                raise ValueError(
-                    f"Invalid value for argument x: its first batch has bad token ids ({error}). "
-                    f"Received: x={type(x).__name__}"
-                ) from None
-            return
         largest = getattr(x, "largest_ids", None)
         if isinstance(largest, tuple):
             sizes = (self.source_vocabulary_size, self.target_vocabulary_size)
@@ -251,6 +241,16 @@ class TokenIdChecks:
                         f"model's {side}_vocabulary_size={size} (ids are in [0, {size})). "
                         f"Received: x={type(x).__name__} with a {side} id {value}"
                     )
+            return
+        batch = first_batch(x) if batches else None
+        if batch is not None:
+            try:
+                self._check_data(*batch[:2])
+            except ValueError as error:
+                raise ValueError(
+                    f"Invalid value for argument x: its first batch has bad token ids ({error}). "
+                    f"Received: x={type(x).__name__}"
+                ) from None
             return
         if isinstance(x, dict):
             x = (x.get("source"), x.get("target_in"))
@@ -281,17 +281,15 @@ class TokenIdChecks:
 
 def first_batch(x):
     """The first `(inputs, targets)` of a batch source whose values can be read without
-    consuming it: a `keras.utils.PyDataset` that does not know its largest ids (`x[0]`), or a
-    `tf.data.Dataset` (one element of a new iterator), as numpy arrays; else `None`."""
+    consuming it: a `keras.utils.PyDataset` (`x[0]`), or a `tf.data.Dataset` (one element of a
+    new iterator), as numpy arrays; else `None`."""
     if isinstance(x, keras.utils.PyDataset):
-        if isinstance(getattr(x, "largest_ids", None), tuple):
-            return None
         batch = x[0]
     elif type(x).__module__.startswith("tensorflow") and hasattr(x, "take"):
         batch = next(iter(x.take(1)), None)
         if batch is None:
             return None
-        batch = keras.tree.map_structure(lambda t: np.asarray(t), batch)
+        batch = keras.tree.map_structure(np.asarray, batch)
     else:
         return None
     if not isinstance(batch, (tuple, list)) or len(batch) < 2:

@@ -136,7 +136,7 @@ def train(args):
         keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clip_norm),
         SequenceLoss(label_smoothing=args.label_smoothing),
     )
-    callbacks, validation = [], None
+    validation = None
     if args.valid_source is not None:
         sources, targets = load_parallel_text(args.valid_source, args.valid_target)
         source_ids = [vocabulary.encode(s) for s in sources]
