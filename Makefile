@@ -23,15 +23,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax-compilation
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
+# For the tests only (not the trainings and benchmarks below, which run at XLA's default):
 # XLA (JAX, and TensorFlow's jit_compile) compiles the tests' functions without LLVM's
-# optimisation passes: the tests' tiny shapes spend their time compiling, not running (the JAX
-# stage measured 14.0 against 16.4-17.1 minutes, the notebooks 34 s against 60 s).
-export XLA_FLAGS ?= --xla_backend_optimization_level=0
-# The notebooks run in CI with small data and one epoch.
-export KERAS_LUONG_QUICK ?= 1
+# optimisation passes, since the tests' tiny shapes spend their time compiling, not running (the
+# JAX stage measured 14.0 against 16.4-17.1 minutes, the notebooks 34 s against 60 s); and the
+# notebooks run with small data and one epoch.
+test: export XLA_FLAGS ?= --xla_backend_optimization_level=0
+test: export KERAS_LUONG_QUICK ?= 1
 
 .PHONY: install lint format test readme-venv docs notebooks demo results luong-vs-bahdanau g2p g2p-variants \
-	translate translate-variants bucketing clean
+	translate translate-variants bucketing onmt-venv opennmt-side-by-side clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -178,6 +179,29 @@ translate-variants: install
 # Training tokens/s on Multi30k with and without length-bucketed batches (a few minutes).
 bucketing: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/bucketing.py $(if $(DATA),--data $(DATA))
+
+# OpenNMT-py 3.5.1 for the side-by-side benchmark, in its own .venv-onmt over the project's
+# torch 2.13.0 (OpenNMT-py asks for torch < 2.3, hence --no-deps and its other requirements
+# by hand).
+ONMT_VENV := .venv-onmt
+onmt-venv: install
+	test -x $(ONMT_VENV)/bin/python || $(PYTHON) -m venv $(ONMT_VENV)
+	$(PY) -c "import site; print(site.getsitepackages()[0])" \
+		> $$($(ONMT_VENV)/bin/python -c "import site; print(site.getsitepackages()[0])")/project.pth
+	$(ONMT_VENV)/bin/pip install -q --no-deps opennmt-py==3.5.1
+	$(ONMT_VENV)/bin/pip install -q configargparse pyonmttok rapidfuzz pyahocorasick spacy \
+		fasttext-wheel
+
+# keras-luong's default model and recipe beside OpenNMT-py's on the seed study's long-sentence
+# corpus: validation accuracy per epoch and target tokens/s at 1 and 2 threads (about 45
+# minutes; not part of CI). Options after SIDE_BY_SIDE_ARGS.
+SIDE_BY_SIDE_ARGS ?=
+opennmt-side-by-side: onmt-venv
+	$(PY) benchmarks/opennmt_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+		--engines jax,opennmt --threads 2 --epochs 3 $(SIDE_BY_SIDE_ARGS)
+	$(PY) benchmarks/opennmt_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+		--train-pairs 3000 --epochs 2 --engines jax,tensorflow,torch,opennmt --threads 1,2 \
+		$(SIDE_BY_SIDE_ARGS)
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache

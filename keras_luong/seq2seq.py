@@ -1,3 +1,5 @@
+import warnings
+
 import keras
 from keras import ops
 
@@ -42,6 +44,9 @@ from keras_luong.model_parts import (
 from keras_luong.paper import paper_model
 from keras_luong.token_ids import known_ids
 from keras_luong.vocabulary_assets import VocabularyAssetsMixin
+
+# Keras' warning for a `mask=` given to a layer without `supports_masking` (a regex).
+MASK_WARNING = r"Layer '.*' \(of type .*\) was passed an input with a mask attached"
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -424,10 +429,14 @@ class LuongSeq2Seq(
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
         if self.user_encoder:
-            # A copy: the embedding's Keras mask stays behind (the mask is an argument).
-            value, value_mask, final_states = self.encoder(
-                ops.copy(embedded), mask=source_mask, training=training
-            )
+            # A copy: the embedding's Keras mask stays behind (the mask is an argument). Keras
+            # warns that a layer without `supports_masking` given a `mask=` "destroys" it; the
+            # contract hands the encoder its mask and takes back the one it returns.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", MASK_WARNING, UserWarning)
+                value, value_mask, final_states = self.encoder(
+                    ops.copy(embedded), mask=source_mask, training=training
+                )
             value_mask = source_mask if value_mask is None else value_mask
         else:
             value, final_states = run_recurrent_layers(

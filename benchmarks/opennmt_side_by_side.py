@@ -1,0 +1,439 @@
+"""keras-luong's default model and recipe beside OpenNMT-py 3.5.1's: learning per epoch and speed.
+
+    make onmt-venv   # OpenNMT-py 3.5.1 in .venv-onmt, over the project's torch
+    python benchmarks/opennmt_side_by_side.py --data ../shared/data/multi30k-en-de \\
+        --corpus long --engines jax,opennmt --threads 1,2 --epochs 3 --output side.md
+
+Both sides train the same model on the same SentencePiece pieces (one vocabulary of
+`--vocabulary-size` pieces for both languages, trained here; OpenNMT-py reads the pieces as
+text): a bidirectional LSTM encoder of 256 units (128 a direction), an LSTM decoder of 256
+units with global attention, general score and input feeding, embeddings of 128, dropout 0.3,
+every weight uniform in ±0.1, Adam at 2·10⁻³ with the gradient clipped at global norm 5, label
+smoothing 0.1, batches of 2,048 tokens (batch size × the longer side, padded: each engine's own
+batcher, both sorting pairs by length). keras-luong's side is the translation page's recipe as
+written (`ReduceLROnPlateau` included; no `BleuCallback`, which OpenNMT-py's validation does
+not do either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`, `input_feed 1`,
+`param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`.
+
+Each run is a process pinned to its cores (`taskset`: core 1 for one thread, cores 0-1 for two)
+with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for torch and
+OpenNMT-py, `TF_NUM_INTRAOP_THREADS`/`TF_NUM_INTEROP_THREADS` for TensorFlow, and for JAX
+XLA's Eigen pool switched off at one thread (`--xla_cpu_multi_thread_eigen=false
+intra_op_parallelism_threads=1`). Run nothing else beside it: on a 2-core machine any other job
+is measured too.
+
+It prints, per engine and thread count:
+- validation token accuracy (teacher forced, over every real target token and the end token,
+  as OpenNMT-py computes it) after each epoch; OpenNMT-py validates every `--valid-steps` steps
+  and its accuracy at an epoch's end is read off between the two nearest validations, its
+  epoch counted from the sentences its log reports;
+- training speed in target tokens per second (real tokens and the end token): keras-luong's
+  over its last epoch's training batches (every shape compiled by then), OpenNMT-py's the
+  median of its log intervals after the first, validation excluded;
+- keras-luong's first epoch's speed too, which holds the compiling of one train function per
+  batch shape (JAX; TensorFlow traces one per shape);
+- parameters of each model.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERAS_ENGINES = ("jax", "tensorflow", "torch")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
+    parser.add_argument("--corpus", default="long", choices=["multi30k", "long"])
+    parser.add_argument("--train-pairs", type=int, default=None, help="first pairs only")
+    parser.add_argument("--valid-pairs", type=int, default=500)
+    parser.add_argument("--vocabulary-size", type=int, default=8000)
+    parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
+    parser.add_argument("--threads", default="2", help="comma-separated: 1, 2")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--valid-steps", type=int, default=100, help="OpenNMT-py's")
+    parser.add_argument("--workdir", default=".cache/opennmt_side_by_side")
+    parser.add_argument("--onmt-python", default=os.path.join(ROOT, ".venv-onmt", "bin", "python"))
+    parser.add_argument("--output", help="append the table (markdown) to this file")
+    parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+def prepare(args):
+    """The corpus' texts, one SentencePiece model, and the pieces written for OpenNMT-py."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from seed_study import corpus
+
+    from keras_luong import SubwordVocabulary
+
+    os.makedirs(args.workdir, exist_ok=True)
+    (train_src, train_tgt), (valid_src, valid_tgt) = corpus(
+        args.data, args.corpus, args.train_pairs, args.valid_pairs
+    )
+    vocabulary = SubwordVocabulary.train(
+        train_src + train_tgt, vocabulary_size=args.vocabulary_size, seed=0
+    )
+    with open(path(args, "pieces.model"), "wb") as f:
+        f.write(vocabulary.model)
+    texts = {"train.src": train_src, "train.tgt": train_tgt}
+    texts.update({"valid.src": valid_src, "valid.tgt": valid_tgt})
+    for name, lines in texts.items():
+        with open(path(args, name + ".txt"), "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+        with open(path(args, name), "w", encoding="utf-8") as f:
+            f.writelines(" ".join(vocabulary.tokenize(line)) + "\n" for line in lines)
+    return len(train_src)
+
+
+def path(args, name):
+    return os.path.join(args.workdir, name)
+
+
+def read_lines(args, name):
+    with open(path(args, name), encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def pinned(threads):
+    """`taskset` for `threads` cores (core 1 alone, or cores 0-1)."""
+    return ["taskset", "-c", "1" if threads == 1 else ",".join(map(str, range(threads)))]
+
+
+def thread_env(engine, threads):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    if engine in KERAS_ENGINES:
+        env["KERAS_BACKEND"] = engine
+    if engine == "tensorflow":
+        env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
+    if engine == "jax" and threads == 1:
+        flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flags).strip()
+    return env
+
+
+# ----------------------------------------------------------------------------- keras-luong
+
+
+def keras_worker(args):
+    """Trains the translation page's recipe; writes per-epoch figures as JSON to stdout."""
+    import keras
+    import numpy as np
+
+    from keras_luong import BucketedBatches, LuongSeq2Seq, SequenceLoss, SubwordVocabulary
+
+    with open(path(args, "pieces.model"), "rb") as f:
+        subwords = SubwordVocabulary(f.read())
+    sources, targets = read_lines(args, "train.src.txt"), read_lines(args, "train.tgt.txt")
+    valid_sources = read_lines(args, "valid.src.txt")
+    valid_targets = read_lines(args, "valid.tgt.txt")
+    keras.utils.set_random_seed(args.seed)
+
+    def batches(sources, targets, shuffle):
+        return BucketedBatches(
+            [subwords.encode(s) for s in sources],
+            [subwords.encode(t) for t in targets],
+            tokens_per_batch=2048,
+            shuffle=shuffle,
+            seed=args.seed,
+        )
+
+    model = LuongSeq2Seq(
+        len(subwords),
+        len(subwords),
+        units=256,
+        embedding_dim=128,
+        dropout=0.3,
+        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+    )
+    model.compile(
+        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+    )
+    train = batches(sources, targets, shuffle=True)
+    train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
+
+    pad = keras.utils.pad_sequences
+    valid_source = pad([subwords.encode(s) for s in valid_sources], padding="post")
+    valid_ids = [subwords.encode(t) for t in valid_targets]
+    valid_in = pad([[1, *t] for t in valid_ids], padding="post")
+    valid_out = pad([[*t, 2] for t in valid_ids], padding="post")
+
+    def accuracy():
+        correct = total = 0
+        for start in range(0, len(valid_source), 100):
+            rows = slice(start, start + 100)
+            logits = model((valid_source[rows], valid_in[rows]), training=False)
+            predicted = np.argmax(keras.ops.convert_to_numpy(logits), -1)
+            real = valid_out[rows] != 0
+            correct += int(((predicted == valid_out[rows]) & real).sum())
+            total += int(real.sum())
+        return correct / total
+
+    class Clock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.epochs = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.started = time.perf_counter()
+
+        def on_test_begin(self, logs=None):
+            # Steps may still be running (JAX dispatches them asynchronously): wait for the
+            # last update's weights before reading the clock.
+            keras.ops.convert_to_numpy(model.trainable_variables[-1])
+            self.trained = time.perf_counter() - self.started
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs.append(
+                {
+                    "train_seconds": self.trained,
+                    "epoch_seconds": time.perf_counter() - self.started,
+                    "loss": float(logs["loss"]),
+                    "val_loss": float(logs["val_loss"]),
+                    "val_accuracy": accuracy(),  # after the clock: not in its times
+                }
+            )
+
+    clock = Clock()
+    model.fit(
+        train,
+        validation_data=batches(valid_sources, valid_targets, shuffle=False),
+        epochs=args.epochs,
+        shuffle=False,
+        callbacks=[clock, keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1)],
+        verbose=0,
+    )
+    return {
+        "parameters": model.count_params(),
+        "epochs": clock.epochs,
+        "val_accuracy": [e["val_accuracy"] for e in clock.epochs],
+        "tokens_per_second": train_tokens / clock.epochs[-1]["train_seconds"],
+        "first_epoch_tokens_per_second": train_tokens / clock.epochs[0]["train_seconds"],
+        "steps_per_epoch": len(train),
+        "target_tokens_per_epoch": train_tokens,
+    }
+
+
+def run_keras(args, engine, threads):
+    command = [*pinned(threads), sys.executable, os.path.abspath(__file__), "--worker", "keras"]
+    command += ["--workdir", args.workdir, "--epochs", str(args.epochs), "--seed", str(args.seed)]
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, env=thread_env(engine, threads), capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise RuntimeError(f"keras-luong on {engine} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall_seconds"] = time.perf_counter() - started
+    return result
+
+
+# ----------------------------------------------------------------------------- OpenNMT-py
+
+
+def onmt_config(args, threads, train_steps, vocabulary):
+    w = os.path.abspath(args.workdir)
+    # Reports end at every validation, so that the sentences counted so far are exact there.
+    report_every = 25 if args.valid_steps % 25 == 0 else args.valid_steps
+    return f"""\
+save_data: {w}/onmt-{threads}
+src_vocab: {vocabulary}
+tgt_vocab: {vocabulary}
+share_vocab: true
+overwrite: true
+data:
+    corpus_1:
+        path_src: {w}/train.src
+        path_tgt: {w}/train.tgt
+    valid:
+        path_src: {w}/valid.src
+        path_tgt: {w}/valid.tgt
+save_model: {w}/onmt-{threads}/model
+save_checkpoint_steps: 1000000
+encoder_type: brnn
+decoder_type: rnn
+rnn_type: LSTM
+enc_layers: 1
+dec_layers: 1
+hidden_size: 256
+word_vec_size: 128
+global_attention: general
+input_feed: 1
+dropout: [0.3]
+param_init: 0.1
+optim: adam
+learning_rate: 0.002
+max_grad_norm: 5
+label_smoothing: 0.1
+batch_type: tokens
+batch_size: 2048
+valid_batch_size: 2048
+num_workers: 0
+train_steps: {train_steps}
+valid_steps: {args.valid_steps}
+report_every: {report_every}
+seed: {args.seed}
+"""
+
+
+ONMT_STEP = re.compile(
+    r"Step\s+(\d+)/\s*\d+; acc:\s*([\d.]+);.*?sents:\s*(\d+);"
+    r".*?([\d.]+)/\s*([\d.]+) tok/s;\s*(\d+) sec"
+)
+ONMT_VALID = re.compile(r"Validation accuracy: ([\d.]+)")
+ONMT_PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
+
+
+def run_opennmt(args, threads, pairs):
+    vocabulary = path(args, "onmt.vocab")
+    env = thread_env("opennmt", threads)
+    env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    # Enough steps for the epochs: OpenNMT-py's batcher replayed on the corpus sorted as it
+    # sorts it (by source length, then target length with its start and end tokens), with
+    # room to spare; the log's sentence count says where each epoch ends.
+    pairs_lengths = zip(read_lines(args, "train.src"), read_lines(args, "train.tgt"), strict=True)
+    lengths = sorted((len(s.split()), len(t.split()) + 2) for s, t in pairs_lengths)
+    steps, rows, longest = 0, 0, 0
+    for length in map(max, lengths):
+        if (rows + 1) * max(longest, length) > 2048:
+            steps, rows, longest = steps + 1, 0, 0
+        rows, longest = rows + 1, max(longest, length)
+    train_steps = math.ceil(1.15 * args.epochs * (steps + 1)) + args.valid_steps
+    config = path(args, f"onmt-{threads}.yaml")
+    with open(config, "w") as f:
+        f.write(onmt_config(args, threads, train_steps, os.path.abspath(vocabulary)))
+    onmt = [args.onmt_python, "-c"]
+    build = "from onmt.bin.build_vocab import main; main()"
+    subprocess.run([*onmt, build, "-config", config, "-n_sample", "-1"], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*pinned(threads), *onmt, "from onmt.bin.train import main; main()", "-config", config],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    log = done.stdout + done.stderr
+    with open(path(args, f"onmt-{threads}.log"), "w") as f:
+        f.write(log)
+    if done.returncode:
+        raise RuntimeError(f"OpenNMT-py failed:\n{log[-3000:]}")
+    return read_onmt_log(log, pairs, args.epochs, wall)
+
+
+def read_onmt_log(log, pairs, epochs, wall):
+    """Accuracy at each epoch's end and the training speed, from OpenNMT-py's log."""
+    sentences = 0
+    # Target tokens/s of each log interval after the first (which holds the start-up), and
+    # of those the ones without a validation in them, if any.
+    intervals, plain, validations = [], [], [(0.0, 0.0)]  # (epochs done, accuracy)
+    first, after_validation = True, False
+    for line in log.splitlines():
+        step = ONMT_STEP.search(line)
+        if step:
+            sentences += int(step.group(3))
+            if not first:
+                intervals.append(float(step.group(5)))
+                if not after_validation:
+                    plain.append(intervals[-1])
+            first = after_validation = False
+        valid = ONMT_VALID.search(line)
+        if valid:
+            validations.append((sentences / pairs, float(valid.group(1)) / 100))
+            after_validation = True
+    curve = []
+    for epoch in range(1, epochs + 1):
+        later = [i for i, (e, _) in enumerate(validations) if e >= epoch]
+        if not later:
+            break
+        (e0, a0), (e1, a1) = validations[later[0] - 1], validations[later[0]]
+        curve.append(a0 + (a1 - a0) * (epoch - e0) / (e1 - e0))
+    return {
+        "parameters": int(ONMT_PARAMETERS.search(log).group(1)),
+        "val_accuracy": curve,
+        "tokens_per_second": statistics.median(plain or intervals),
+        "first_epoch_tokens_per_second": None,
+        "epochs_done": sentences / pairs,
+        "wall_seconds": wall,
+    }
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def table(args, results):
+    epochs = range(1, args.epochs + 1)
+    lines = [
+        f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}:",
+        "",
+        "| engine | threads | parameters | "
+        + " | ".join(f"val acc ep {e}" for e in epochs)
+        + " | target tok/s | first epoch's tok/s | wall min |",
+        "|---|---:|---:|" + "---:|" * len(epochs) + "---:|---:|---:|",
+    ]
+    for engine, threads, r in results:
+        accuracy = [f"{100 * a:.1f}%" for a in r["val_accuracy"]]
+        accuracy += ["-"] * (len(epochs) - len(accuracy))
+        first = r["first_epoch_tokens_per_second"]
+        first = "-" if first is None else f"{first:,.0f}"
+        name = "OpenNMT-py 3.5.1" if engine == "opennmt" else f"keras-luong ({engine})"
+        lines.append(
+            f"| {name} | {threads} | {r['parameters']:,} | {' | '.join(accuracy)} | "
+            f"{r['tokens_per_second']:,.0f} | {first} | {r['wall_seconds'] / 60:.1f} |"
+        )
+    reference = {t: r for e, t, r in results if e == "opennmt"}
+    lines.append("")
+    for engine, threads, r in results:
+        if engine != "opennmt" and threads in reference:
+            ratio = r["tokens_per_second"] / reference[threads]["tokens_per_second"]
+            name = f"keras-luong ({engine})"
+            lines.append(f"{name} / OpenNMT-py, target tok/s at {threads} threads: {ratio:.2f}×  ")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.path.insert(0, ROOT)
+    if args.worker:
+        print(json.dumps(keras_worker(args)))
+        return
+    engines = args.engines.split(",")
+    unknown = set(engines) - {*KERAS_ENGINES, "opennmt"}
+    if unknown:
+        raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
+    if "opennmt" in engines and not os.path.exists(args.onmt_python):
+        raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    pairs = prepare(args)
+    results = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        for engine in engines:
+            if engine == "opennmt":
+                result = run_opennmt(args, threads, pairs)
+            else:
+                result = run_keras(args, engine, threads)
+            result["pairs"] = pairs
+            print(json.dumps({"engine": engine, "threads": threads, **result}), flush=True)
+            results.append((engine, threads, result))
+    text = table(args, results)
+    print(text)
+    if args.output:
+        with open(args.output, "a") as f:
+            f.write(text + "\n\n")
+
+
+if __name__ == "__main__":
+    main()
