@@ -41,6 +41,11 @@ RECIPES = {
     "uniform-init": {"init": 0.1},
     # The translation page's recipe after this study: both of the above.
     "uniform-global-clip": {"init": 0.1, "clip": "global"},
+    # The recipe above with one change each.
+    "uniform-global-clip-no-smoothing": {"init": 0.1, "clip": "global", "label_smoothing": 0.0},
+    "uniform-global-clip-no-dropout": {"init": 0.1, "clip": "global", "dropout": 0.0},
+    # A learned scalar (initialised to 1) on the attention's scores.
+    "uniform-global-clip-use-scale": {"init": 0.1, "clip": "global", "use_scale": True},
     # The output layer's kernel as Keras' Dense starts it (Glorot), as before 0.3.0.
     "glorot-output": {"init": "glorot-output"},
     # The page's recipe before 0.2.0: plain Adam, Keras' cross-entropy, no schedule.
@@ -61,6 +66,7 @@ BASE = {
     "warmup_steps": 0,
     "init": None,
     "loss": "sequence",
+    "use_scale": False,
 }
 ATTENTIONS = {
     "global-general": {"alignment": "global", "score_mode": "general"},
@@ -158,6 +164,8 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     elif config["init"]:  # every weight uniform in ±init, the model's own argument
         bound = config["init"]
         initializers["initializer"] = keras.initializers.RandomUniform(-bound, bound)
+    if config["use_scale"]:
+        initializers["attention_arguments"] = {"use_scale": True}
     model = LuongSeq2Seq(
         len(vocabulary),
         len(vocabulary),
