@@ -131,8 +131,9 @@ def keras_worker(args):
     """Trains the translation page's recipe; writes per-epoch figures as JSON to stdout."""
     import keras
     import numpy as np
+    from seed_study import bucketed
 
-    from keras_luong import BucketedBatches, LuongSeq2Seq, SequenceLoss, SubwordVocabulary
+    from keras_luong import LuongSeq2Seq, SequenceLoss, SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
         subwords = SubwordVocabulary(f.read())
@@ -140,16 +141,6 @@ def keras_worker(args):
     valid_sources = read_lines(args, "valid.src.txt")
     valid_targets = read_lines(args, "valid.tgt.txt")
     keras.utils.set_random_seed(args.seed)
-
-    def batches(sources, targets, shuffle):
-        return BucketedBatches(
-            [subwords.encode(s) for s in sources],
-            [subwords.encode(t) for t in targets],
-            tokens_per_batch=2048,
-            shuffle=shuffle,
-            seed=args.seed,
-        )
-
     model = LuongSeq2Seq(
         len(subwords),
         len(subwords),
@@ -161,7 +152,7 @@ def keras_worker(args):
     model.compile(
         keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
     )
-    train = batches(sources, targets, shuffle=True)
+    train = bucketed(subwords, sources, targets, shuffle=True, seed=args.seed)
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
 
     pad = keras.utils.pad_sequences
@@ -209,7 +200,7 @@ def keras_worker(args):
     clock = Clock()
     model.fit(
         train,
-        validation_data=batches(valid_sources, valid_targets, shuffle=False),
+        validation_data=bucketed(subwords, valid_sources, valid_targets, False, args.seed),
         epochs=args.epochs,
         shuffle=False,
         callbacks=[clock, keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1)],
