@@ -9,7 +9,7 @@ import pytest
 
 from keras_luong import LuongSeq2Seq
 from keras_luong.losses import SequenceLoss, sequence_loss
-from tests.test_case import assert_allclose, random, to_numpy
+from tests.test_case import assert_allclose, gradients, random, to_numpy
 
 B, T, V = 3, 5, 7
 
@@ -64,6 +64,23 @@ def test_every_reduction_against_numpy(flags, smoothing):
     expected = reference(logits, targets, weights, *flags, smoothing)
     assert_allclose(actual, expected, atol=1e-6)
     assert np.all(np.isfinite(to_numpy(actual)))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_the_gradient_is_the_softmax_minus_the_smoothed_targets(smoothing):
+    # The loss never builds the smoothed one-hot targets; its gradient is still theirs:
+    # (softmax(z) - ((1 - e) one_hot + e / V)) * w / sum(w).
+    logits, targets, weights = data(2)
+    _, (grad,) = gradients(
+        keras.layers.Identity(),
+        lambda z: sequence_loss(z, targets, weights, label_smoothing=smoothing),
+        [logits],
+    )
+    z = logits.astype("float64")
+    softmax = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    smoothed = np.eye(V)[targets] * (1 - smoothing) + smoothing / V
+    expected = (softmax - smoothed) * (weights / weights.sum())[..., None]
+    assert_allclose(grad, expected, atol=1e-6)
 
 
 def test_conflicting_flags_are_refused():

@@ -1,0 +1,77 @@
+"""What does the label-smoothed `SequenceLoss` cost in a training step? The default model at
+the translation recipe's sizes (8,000 subwords a side, units 256, embeddings 128, dropout 0.3,
+Adam 2e-3 with global norm 5) trained on one batch of 2,048-token size (B=64, S=T=30, with
+padding), its loss `SequenceLoss(label_smoothing=0.1)` against the one-hot form it replaced
+(Keras' `categorical_crossentropy` of a smoothed `one_hot` of the targets, which builds two
+`(B, T, V)` tensors and reads them forward and backward). Both versions are timed interleaved in
+one process, as `compare_checkouts.py` times two checkouts:
+
+    KERAS_BACKEND=jax python benchmarks/sequence_loss_speed.py
+
+The ratio is SequenceLoss / one-hot (below 1: faster). The two losses are checked equal first.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--vocabulary", type=int, default=8000)
+    args = parser.parse_args()
+    import keras
+    from keras import ops
+
+    from benchmarks.compare_checkouts import batch_data, interleaved_medians, print_ratios
+    from keras_luong import LuongSeq2Seq
+    from keras_luong.losses import SequenceLoss
+
+    class OneHotLoss(keras.losses.Loss):
+        """The previous form: a smoothed one-hot of the targets, padding left out."""
+
+        def call(self, y_true, y_pred):
+            y_true = ops.cast(y_true, "int32")
+            one_hot = ops.one_hot(y_true, y_pred.shape[-1], dtype="float32")
+            crossent = keras.losses.categorical_crossentropy(
+                one_hot, ops.cast(y_pred, "float32"), from_logits=True, label_smoothing=0.1
+            )
+            weights = ops.cast(ops.not_equal(y_true, 0), "float32")
+            return ops.divide_no_nan(ops.sum(crossent * weights), ops.sum(weights))
+
+    source, target = batch_data(vocabulary=args.vocabulary)
+    inputs, labels = (source, target[:, :-1]), target[:, 1:]
+    losses = {"SequenceLoss": SequenceLoss(label_smoothing=0.1), "one-hot": OneHotLoss()}
+    logits = LuongSeq2Seq(args.vocabulary, args.vocabulary, units=8)(inputs)
+    values = [float(ops.convert_to_numpy(loss(labels, logits))) for loss in losses.values()]
+    print(f"the two losses on one batch: {values[0]:.6f} {values[1]:.6f}")
+    assert np.isclose(values[0], values[1], rtol=1e-5), values
+
+    versions = {}
+    for name, loss in losses.items():
+        keras.utils.set_random_seed(0)
+        model = LuongSeq2Seq(
+            args.vocabulary,
+            args.vocabulary,
+            units=256,
+            embedding_dim=128,
+            dropout=0.3,
+            initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+        )
+        model.compile(keras.optimizers.Adam(2e-3, global_clipnorm=5.0), loss)
+
+        def step(model=model):
+            ops.convert_to_numpy(model.train_on_batch(inputs, labels))
+
+        versions[name] = {"train step": step}
+    medians = interleaved_medians(versions, ["train step"], args.rounds, args.calls)
+    print_ratios(medians, ["train step"], "SequenceLoss", "one-hot", args.rounds, args.calls)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
