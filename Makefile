@@ -32,7 +32,7 @@ test: export XLA_FLAGS ?= --xla_backend_optimization_level=0
 test: export KERAS_LUONG_QUICK ?= 1
 
 .PHONY: install lint format test readme-venv docs notebooks demo results luong-vs-bahdanau g2p g2p-variants \
-	translate translate-variants bucketing onmt-venv opennmt-side-by-side clean
+	translate translate-variants bucketing onmt-venv opennmt-side-by-side opennmt-budget clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -202,6 +202,15 @@ opennmt-side-by-side: onmt-venv
 	$(PY) benchmarks/opennmt_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
 		--train-pairs 3000 --epochs 2 --engines jax,tensorflow,torch,opennmt --threads 1,2 \
 		$(SIDE_BY_SIDE_ARGS)
+
+# The same two at one budget of BUDGET_MINUTES each on the long corpus: keras-luong by the
+# translation page's recipe with every callback, OpenNMT-py stopped at the budget; validation
+# BLEU per epoch, the epoch's time split, test BLEU with beam 5 (twice the budget and a few
+# minutes; not part of CI).
+BUDGET_MINUTES ?= 60
+opennmt-budget: onmt-venv
+	$(PY) benchmarks/budget_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+		--minutes $(BUDGET_MINUTES) $(SIDE_BY_SIDE_ARGS)
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache
