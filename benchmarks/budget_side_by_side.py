@@ -27,7 +27,6 @@ threads, timed; sacreBLEU scores the detokenized pieces against the references
 too.
 """
 
-import argparse
 import glob
 import json
 import os
@@ -44,24 +43,12 @@ import opennmt_side_by_side as side  # noqa: E402 (the shared data, pinning and 
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
-    parser.add_argument("--corpus", default="long", choices=["multi30k", "long"])
-    parser.add_argument("--train-pairs", type=int, default=None, help="first pairs only")
-    parser.add_argument("--valid-pairs", type=int, default=None, help="default: all")
+    parser = side.common_parser(__doc__, ".cache/budget_side_by_side", valid_pairs=None)
     parser.add_argument("--test-pairs", type=int, default=None, help="default: all")
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
     parser.add_argument("--threads", type=int, default=2, choices=[1, 2])
     parser.add_argument("--minutes", type=float, default=60.0, help="each engine's budget")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--valid-steps", type=int, default=100, help="OpenNMT-py's")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--length-penalty", type=float, default=1.0)
-    parser.add_argument("--workdir", default=".cache/budget_side_by_side")
-    parser.add_argument("--onmt-python", default=os.path.join(ROOT, ".venv-onmt", "bin", "python"))
-    parser.add_argument("--output", help="append the tables (markdown) to this file")
-    parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -107,8 +94,6 @@ def keras_worker(args):
         AttentionCallback,
         BeamSearchSampler,
         BleuCallback,
-        LuongSeq2Seq,
-        SequenceLoss,
         SubwordVocabulary,
     )
 
@@ -118,19 +103,8 @@ def keras_worker(args):
     targets = side.read_lines(args, "train.tgt.txt")
     valid_sources = side.read_lines(args, "valid.src.txt")
     valid_targets = side.read_lines(args, "valid.tgt.txt")
-    keras.utils.set_random_seed(args.seed)
-    model = LuongSeq2Seq(
-        len(subwords),
-        len(subwords),
-        units=256,
-        embedding_dim=128,
-        dropout=0.3,
-        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-    )
+    model = side.recipe_model(subwords, args.seed)
     model.set_vocabularies(subwords, subwords)
-    model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
-    )
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
     watched_in = pad([[1, *subwords.encode(t)] for t in valid_targets[:200]], padding="post")
@@ -255,9 +229,7 @@ def run_opennmt(args, pairs):
     with open(config_path, "w") as f:
         f.write(config)
     onmt = [args.onmt_python, "-c"]
-    build = "from onmt.bin.build_vocab import main; main()"
-    subprocess.run([*onmt, build, "-config", config_path, "-n_sample", "-1"], env=env,
-                   check=True, capture_output=True)  # fmt: skip
+    side.build_onmt_vocabulary(args, config_path, env)
     for old in glob.glob(f"{w}/onmt-{threads}/model_step_*.pt"):
         os.remove(old)
     log_path = side.path(args, f"budget-{threads}.log")
@@ -370,23 +342,14 @@ def main(argv=None):
     if args.worker:
         print(json.dumps(keras_worker(args)))
         return
-    engines = args.engines.split(",")
-    unknown = set(engines) - {*side.KERAS_ENGINES, "opennmt"}
-    if unknown:
-        raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
-    if "opennmt" in engines and not os.path.exists(args.onmt_python):
-        raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    engines = side.checked_engines(args)
     pairs = prepare(args)
     results = []
     for engine in engines:
         result = run_opennmt(args, pairs) if engine == "opennmt" else run_keras(args, engine)
         print(json.dumps({"engine": engine, **result}), flush=True)
         results.append((engine, result))
-    text = tables(args, results)
-    print(text)
-    if args.output:
-        with open(args.output, "a") as f:
-            f.write(text + "\n\n")
+    side.write_output(args, tables(args, results))
 
 
 if __name__ == "__main__":

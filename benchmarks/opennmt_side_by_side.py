@@ -50,22 +50,73 @@ KERAS_ENGINES = ("jax", "tensorflow", "torch")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common_parser(__doc__, ".cache/opennmt_side_by_side", valid_pairs=500)
+    parser.add_argument("--threads", default="2", help="comma-separated: 1, 2")
+    parser.add_argument("--epochs", type=int, default=3)
+    return parser.parse_args(argv)
+
+
+def common_parser(doc, workdir, valid_pairs):
+    """The arguments this script shares with `budget_side_by_side.py`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
     parser.add_argument("--corpus", default="long", choices=["multi30k", "long"])
     parser.add_argument("--train-pairs", type=int, default=None, help="first pairs only")
-    parser.add_argument("--valid-pairs", type=int, default=500)
+    parser.add_argument("--valid-pairs", type=int, default=valid_pairs)
     parser.add_argument("--vocabulary-size", type=int, default=8000)
     parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
-    parser.add_argument("--threads", default="2", help="comma-separated: 1, 2")
-    parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--valid-steps", type=int, default=100, help="OpenNMT-py's")
-    parser.add_argument("--workdir", default=".cache/opennmt_side_by_side")
+    parser.add_argument("--workdir", default=workdir)
     parser.add_argument("--onmt-python", default=os.path.join(ROOT, ".venv-onmt", "bin", "python"))
-    parser.add_argument("--output", help="append the table (markdown) to this file")
+    parser.add_argument("--output", help="append the tables (markdown) to this file")
     parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    return parser
+
+
+def checked_engines(args):
+    """`--engines` as a list, each one known, OpenNMT-py's venv there if it is asked for."""
+    engines = args.engines.split(",")
+    unknown = set(engines) - {*KERAS_ENGINES, "opennmt"}
+    if unknown:
+        raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
+    if "opennmt" in engines and not os.path.exists(args.onmt_python):
+        raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    return engines
+
+
+def write_output(args, text):
+    print(text)
+    if args.output:
+        with open(args.output, "a") as f:
+            f.write(text + "\n\n")
+
+
+def recipe_model(subwords, seed):
+    """The translation page's model, compiled by its recipe."""
+    import keras
+
+    from keras_luong import LuongSeq2Seq, SequenceLoss
+
+    keras.utils.set_random_seed(seed)
+    model = LuongSeq2Seq(
+        len(subwords),
+        len(subwords),
+        units=256,
+        embedding_dim=128,
+        dropout=0.3,
+        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+    )
+    model.compile(
+        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+    )
+    return model
+
+
+def build_onmt_vocabulary(args, config, env):
+    build = "from onmt.bin.build_vocab import main; main()"
+    subprocess.run([args.onmt_python, "-c", build, "-config", config, "-n_sample", "-1"], env=env,
+                   check=True, capture_output=True)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the data
@@ -133,25 +184,14 @@ def keras_worker(args):
     import numpy as np
     from seed_study import bucketed
 
-    from keras_luong import LuongSeq2Seq, SequenceLoss, SubwordVocabulary
+    from keras_luong import SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
         subwords = SubwordVocabulary(f.read())
     sources, targets = read_lines(args, "train.src.txt"), read_lines(args, "train.tgt.txt")
     valid_sources = read_lines(args, "valid.src.txt")
     valid_targets = read_lines(args, "valid.tgt.txt")
-    keras.utils.set_random_seed(args.seed)
-    model = LuongSeq2Seq(
-        len(subwords),
-        len(subwords),
-        units=256,
-        embedding_dim=128,
-        dropout=0.3,
-        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-    )
-    model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
-    )
+    model = recipe_model(subwords, args.seed)
     train = bucketed(subwords, sources, targets, shuffle=True, seed=args.seed)
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
 
@@ -306,9 +346,7 @@ def run_opennmt(args, threads, pairs):
     with open(config, "w") as f:
         f.write(onmt_config(args, threads, train_steps, os.path.abspath(vocabulary)))
     onmt = [args.onmt_python, "-c"]
-    build = "from onmt.bin.build_vocab import main; main()"
-    subprocess.run([*onmt, build, "-config", config, "-n_sample", "-1"], env=env, check=True,
-                   capture_output=True)  # fmt: skip
+    build_onmt_vocabulary(args, config, env)
     started = time.perf_counter()
     done = subprocess.run(
         [*pinned(threads), *onmt, "from onmt.bin.train import main; main()", "-config", config],
@@ -402,12 +440,7 @@ def main(argv=None):
     if args.worker:
         print(json.dumps(keras_worker(args)))
         return
-    engines = args.engines.split(",")
-    unknown = set(engines) - {*KERAS_ENGINES, "opennmt"}
-    if unknown:
-        raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
-    if "opennmt" in engines and not os.path.exists(args.onmt_python):
-        raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    engines = checked_engines(args)
     pairs = prepare(args)
     results = []
     for threads in (int(t) for t in args.threads.split(",")):
@@ -419,11 +452,7 @@ def main(argv=None):
             result["pairs"] = pairs
             print(json.dumps({"engine": engine, "threads": threads, **result}), flush=True)
             results.append((engine, threads, result))
-    text = table(args, results)
-    print(text)
-    if args.output:
-        with open(args.output, "a") as f:
-            f.write(text + "\n\n")
+    write_output(args, table(args, results))
 
 
 if __name__ == "__main__":
