@@ -308,7 +308,11 @@ def tables(args, results):
         if engine == "opennmt":
             name, epochs = "OpenNMT-py 3.5.1", f"{r['epochs_done']:.1f}"
         else:
-            name, epochs = f"keras-luong ({engine})", str(len(r["epochs"]))
+            # The last epoch is the part the budget left: counted as its share of a whole one.
+            seconds = [e["train_seconds"] for e in r["epochs"]]
+            whole = statistics.median(seconds[1:-1] or seconds)
+            epochs = f"{len(seconds) - 1 + min(1.0, seconds[-1] / whole):.1f}"
+            name = f"keras-luong ({engine})"
         lines.append(
             f"| {name} | {r['parameters']:,} | {r['minutes']:.1f} | {epochs} | "
             f"{r['tokens_per_second']:,.0f} | {r['test_bleu']:.2f} | {r['test_seconds']:.0f} |"
