@@ -14,6 +14,8 @@ The encoder contract, which the built-in recurrent encoder meets and a user's en
   tensors `(B, d_l)`: `[h]` (GRU) or `[h, c]` (LSTM), both directions concatenated.
 """
 
+import weakref
+
 import keras
 from keras import ops
 
@@ -25,6 +27,13 @@ from keras_luong.masked_lstm import run_encoder
 
 CELLS = ("lstm", "gru")
 BRIDGES = ("learned", "zeros", "copy")
+
+# Each `Bidirectional` wrapper's template layer, kept alive as long as the wrapper. The wrapper
+# copies the template by serializing it, and inside `keras.saving.load_model` Keras remembers
+# every serialized object by `id()` for the whole load: a template collected in the middle of
+# a load frees its `id()` for the next template, whose copies then come back as an earlier
+# wrapper's layer (loading failed now and then, with two go_backwards=False directions).
+_TEMPLATES = weakref.WeakKeyDictionary()
 
 
 def embedding(size, dim, weights, argument, dtype, initializer, name):
@@ -83,7 +92,8 @@ def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0
     if bidirectional:
         # The first layer keeps the name of the single encoder of earlier releases.
         wrapper = "bidirectional" if name == "encoder" else f"bidirectional_{name}"
-        layer = keras.layers.Bidirectional(layer, dtype=dtype, name=wrapper)
+        template, layer = layer, keras.layers.Bidirectional(layer, dtype=dtype, name=wrapper)
+        _TEMPLATES[layer] = template
     return layer
 
 

@@ -2,7 +2,9 @@
 under the encoder contract), the decoder cell, the bridge, shared and pretrained embeddings,
 and the paper's own model and schedule."""
 
+import gc
 import warnings
+import weakref
 
 import keras
 import numpy as np
@@ -90,6 +92,31 @@ def test_stacked_encoder_runs_its_layers_in_order(cell):
     assert len(initial) == 2
     assert_allclose(initial[0], np.tanh(h @ kernel_h + bias_h))
     assert_allclose(initial[1], np.tanh(c @ kernel_c + bias_c))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_bidirectional_layers_keep_the_layers_they_were_copied_from(cell, monkeypatch, tmp_path):
+    """Keras' `Bidirectional` copies the layer it is given by serializing it, and inside
+    `load_model` Keras matches serialized objects by `id()`: a layer collected in the middle
+    of a load would free its `id()` for a later layer, whose copies then came back as an
+    earlier wrapper's (a load that failed now and then). Every recurrent layer made while
+    building or loading the model, templates included, lives as long as the model."""
+    layer_class = keras.layers.LSTM if cell == "lstm" else keras.layers.GRU
+    made, init = [], layer_class.__init__
+
+    def recording_init(self, *args, **kwargs):
+        made.append(weakref.ref(self))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(layer_class, "__init__", recording_init)
+    model = small(encoder_layers=3, encoder_cell=cell, bidirectional=True)
+    model((SOURCE, TARGET_IN))
+    _, restored = save_and_load(model, tmp_path)
+    gc.collect()
+    # Three a layer (the template and its two directions), three layers, two models.
+    assert len(made) == 18
+    assert all(ref() is not None for ref in made)
+    assert_allclose(restored((SOURCE, TARGET_IN)), model((SOURCE, TARGET_IN)))
 
 
 def test_gru_decoder_with_a_copy_bridge_starts_from_the_encoders_states():
