@@ -30,9 +30,10 @@ BRIDGES = ("learned", "zeros", "copy")
 
 # Each `Bidirectional` wrapper's template layer, kept alive as long as the wrapper. The wrapper
 # copies the template by serializing it, and inside `keras.saving.load_model` Keras remembers
-# every serialized object by `id()` for the whole load: a template collected in the middle of
-# a load frees its `id()` for the next template, whose copies then come back as an earlier
-# wrapper's layer (loading failed now and then, with two go_backwards=False directions).
+# every serialized object by `id()` for the whole load. A template collected in the middle of a
+# load freed the `id()`s of its objects (its cell's initializers among them) for later ones: a
+# later template given such an `id()` was copied as whatever Keras had remembered for it, and
+# the load failed now and then with two directions that both had go_backwards=False.
 _TEMPLATES = weakref.WeakKeyDictionary()
 
 

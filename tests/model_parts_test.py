@@ -97,10 +97,11 @@ def test_stacked_encoder_runs_its_layers_in_order(cell):
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_bidirectional_layers_keep_the_layers_they_were_copied_from(cell, monkeypatch, tmp_path):
     """Keras' `Bidirectional` copies the layer it is given by serializing it, and inside
-    `load_model` Keras matches serialized objects by `id()`: a layer collected in the middle
-    of a load would free its `id()` for a later layer, whose copies then came back as an
-    earlier wrapper's (a load that failed now and then). Every recurrent layer made while
-    building or loading the model, templates included, lives as long as the model."""
+    `load_model` Keras matches serialized objects by `id()`: a template collected in the
+    middle of a load freed its objects' `id()`s for later ones, and a later template given
+    one was copied as an earlier object (a load that failed now and then). Every recurrent
+    layer made while building or loading the model, templates included, lives as long as
+    the model."""
     layer_class = keras.layers.LSTM if cell == "lstm" else keras.layers.GRU
     made, init = [], layer_class.__init__
 
