@@ -39,6 +39,7 @@ if not _starting_the_command_line():
     from keras_luong.local_attention import LocalAttention
     from keras_luong.location_attention import LocationSensitiveAttention
     from keras_luong.losses import SequenceLoss
+    from keras_luong.model_parts import RecurrentEncoder
     from keras_luong.monotonic_attention import MonotonicAttention
     from keras_luong.paper import HalvingSchedule
     from keras_luong.samplers import BeamSearchSampler, GreedySampler
@@ -69,6 +70,7 @@ __all__ = [
     "LuongDecoder",
     "LuongSeq2Seq",
     "MonotonicAttention",
+    "RecurrentEncoder",
     "ScheduledSampling",
     "SequenceLoss",
     "SubwordVocabulary",
@@ -107,6 +109,7 @@ _MODULES = {
     "Ensemble": "keras_luong.ensemble",
     "CheckpointAverage": "keras_luong.averaging",
     "MonotonicAttention": "keras_luong.monotonic_attention",
+    "RecurrentEncoder": "keras_luong.model_parts",
     "ScheduledSampling": "keras_luong.scheduled_sampling",
     "SequenceLoss": "keras_luong.losses",
     "SubwordVocabulary": "keras_luong.vocabulary",

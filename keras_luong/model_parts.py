@@ -20,7 +20,7 @@ import keras
 from keras import ops
 
 from keras_luong.bahdanau_decoder import BahdanauDecoder
-from keras_luong.checks import check_one_of
+from keras_luong.checks import check_integer, check_one_of, check_rate
 from keras_luong.decoder import LuongDecoder
 from keras_luong.initializers import initializer_arguments, recurrent_arguments
 from keras_luong.masked_lstm import run_encoder
@@ -96,6 +96,103 @@ def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0
         template, layer = layer, keras.layers.Bidirectional(layer, dtype=dtype, name=wrapper)
         _TEMPLATES[layer] = template
     return layer
+
+
+@keras.saving.register_keras_serializable(package="keras_luong")
+class RecurrentEncoder(keras.layers.Layer):
+    """The built-in encoder of `LuongSeq2Seq` as a layer under the encoder contract, for a
+    model composed from parts (or `LuongSeq2Seq(encoder=...)`).
+
+    Stacked LSTM or GRU layers over embedded source tokens; each layer above the first reads
+    the sequence below it through `dropout`. Bidirectional layers run `units // 2` a direction
+    and concatenate them, final states included.
+
+    Args:
+        units: The size of each layer's output (both directions together).
+        layers: The number of stacked recurrent layers. Defaults to 1.
+        cell: `"lstm"` or `"gru"`. Defaults to `"lstm"`.
+        bidirectional: Each layer a `keras.layers.Bidirectional` (`units` must then be even).
+            Defaults to `True`.
+        dropout: The dropout rate between layers. Defaults to 0.
+        initializer: The initializer of every weight, or `None` for Keras' own defaults.
+
+    Call arguments:
+        embedded: `(B, S, d)` embedded tokens.
+        mask: `(B, S)` boolean mask of the real tokens, or `None`.
+        training: Whether dropout is on.
+
+    Returns:
+        `(sequence, mask, final_states)`: the top layer's `(B, S, units)` states, `mask` as
+        given, and one list per layer, bottom first, of its final states `(B, units)` (`[h]`
+        for a GRU, `[h, c]` for an LSTM).
+
+    Example:
+
+    >>> encoder = RecurrentEncoder(8, layers=2)
+    >>> sequence, mask, final_states = encoder(keras.ops.ones((2, 5, 4)))
+    >>> tuple(sequence.shape), [len(states) for states in final_states]
+    ((2, 5, 8), [2, 2])
+    """
+
+    def __init__(
+        self,
+        units,
+        layers=1,
+        cell="lstm",
+        bidirectional=True,
+        dropout=0.0,
+        initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = check_integer("units", units)
+        self.layers = check_integer("layers", layers)
+        self.cell = check_one_of("cell", cell, CELLS)
+        if bidirectional and units % 2:
+            raise ValueError(
+                "A bidirectional encoder splits units between its two directions, so units "
+                f"must be even. Received: units={units!r}"
+            )
+        self.bidirectional = bool(bidirectional)
+        self.dropout = check_rate("dropout", dropout)
+        self.initializer = None if initializer is None else keras.initializers.get(initializer)
+        self.recurrent_layers = [
+            recurrent_layer(cell, units, bidirectional, self.dtype_policy, self.initializer, i)
+            for i in range(layers)
+        ]
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.supports_masking = True
+
+    def build(self, embedded_shape, mask_shape=None):
+        shape = tuple(embedded_shape)
+        for layer in self.recurrent_layers:
+            layer.build(shape)
+            shape = shape[:-1] + (self.units,)
+
+    def call(self, embedded, mask=None, training=None):
+        sequence, final_states = run_recurrent_layers(
+            self.recurrent_layers, embedded, mask, self.dropout_layer, training
+        )
+        return sequence, mask, final_states
+
+    def compute_mask(self, embedded, mask=None):
+        return None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "layers": self.layers,
+                "cell": self.cell,
+                "bidirectional": self.bidirectional,
+                "dropout": self.dropout,
+                "initializer": None
+                if self.initializer is None
+                else keras.initializers.serialize(self.initializer),
+            }
+        )
+        return config
 
 
 def run_recurrent_layers(layers, embedded, mask, dropout, training=None):

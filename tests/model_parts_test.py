@@ -3,6 +3,7 @@ under the encoder contract), the decoder cell, the bridge, shared and pretrained
 and the paper's own model and schedule."""
 
 import gc
+import re
 import warnings
 import weakref
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import LuongSeq2Seq
+from keras_luong import LuongSeq2Seq, RecurrentEncoder
 from keras_luong.model_parts import reverse_tokens
 from keras_luong.paper import HalvingSchedule
 from tests.seq2seq_test import check_export
@@ -118,6 +119,54 @@ def test_bidirectional_layers_keep_the_layers_they_were_copied_from(cell, monkey
     assert len(made) == 18
     assert all(ref() is not None for ref in made)
     assert_allclose(restored((SOURCE, TARGET_IN)), model((SOURCE, TARGET_IN)))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_recurrent_encoder_is_the_built_in_encoder_as_a_layer(cell, tmp_path):
+    """`RecurrentEncoder` given the built-in encoder's weights returns its states and mask;
+    its final states are each layer's directions concatenated; a model composed with it
+    round-trips through `.keras`."""
+    built_in = small(encoder_layers=2, encoder_cell=cell)
+    encoder = RecurrentEncoder(UNITS, layers=2, cell=cell)
+    embedded, mask = built_in.source_embedding(SOURCE), SOURCE != 0
+    encoder(embedded, mask=mask)
+    layers = (built_in.encoder, *built_in.encoder_stack)
+    for mine, theirs in zip(encoder.recurrent_layers, layers, strict=True):
+        mine.set_weights(theirs.get_weights())
+    sequence, sequence_mask, final_states = encoder(embedded, mask=mask)
+    value, value_mask, _ = built_in.encode(SOURCE)
+    assert_allclose(sequence, value)
+    np.testing.assert_array_equal(to_numpy(sequence_mask), to_numpy(value_mask))
+    first, *_ = built_in.encoder(embedded, mask=mask)
+    _, *states = built_in.encoder_stack[0](first, mask=mask)
+    half = len(states) // 2
+    assert len(final_states) == 2 and len(final_states[1]) == half
+    for mine, forward, backward in zip(final_states[1], states[:half], states[half:], strict=True):
+        assert_allclose(mine, np.concatenate([to_numpy(forward), to_numpy(backward)], -1))
+
+    keras.utils.set_random_seed(0)
+    composed = LuongSeq2Seq(
+        V, V, units=UNITS, embedding_dim=EMBEDDING,
+        encoder=RecurrentEncoder(UNITS, layers=2, cell=cell, dropout=0.2),
+    )  # fmt: skip
+    expected = composed((SOURCE, TARGET_IN))
+    _, restored = save_and_load(composed, tmp_path)
+    assert type(restored.encoder) is RecurrentEncoder and restored.encoder.dropout == 0.2
+    assert_allclose(restored((SOURCE, TARGET_IN)), expected)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"units": 7}, "units=7"),
+        ({"units": 8, "layers": 0}, "layers=0"),
+        ({"units": 8, "cell": "rnn"}, "cell='rnn'"),
+        ({"units": 8, "dropout": 1.0}, "dropout=1.0"),
+    ],
+)
+def test_recurrent_encoder_refuses_bad_arguments(arguments, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RecurrentEncoder(**arguments)
 
 
 def test_gru_decoder_with_a_copy_bridge_starts_from_the_encoders_states():
