@@ -76,6 +76,16 @@ def _reversal_key(ids):
     return ops.where(ops.not_equal(ids, 0), -positions, length + positions)
 
 
+def check_encoder_units(units, bidirectional):
+    """Refuses odd `units` for a bidirectional encoder, which splits them between its two
+    directions."""
+    if bidirectional and units % 2:
+        raise ValueError(
+            "A bidirectional encoder splits units between its two directions, so units "
+            f"must be even. Received: units={units!r}"
+        )
+
+
 def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0):
     """The encoder's layer `index` (from 0): an LSTM or GRU layer returning its sequence and
     final states; bidirectional: `units // 2` a direction, in `keras.layers.Bidirectional`."""
@@ -148,11 +158,7 @@ class RecurrentEncoder(keras.layers.Layer):
         self.units = check_integer("units", units)
         self.layers = check_integer("layers", layers)
         self.cell = check_one_of("cell", cell, CELLS)
-        if bidirectional and units % 2:
-            raise ValueError(
-                "A bidirectional encoder splits units between its two directions, so units "
-                f"must be even. Received: units={units!r}"
-            )
+        check_encoder_units(units, bidirectional)
         self.bidirectional = bool(bidirectional)
         self.dropout = check_rate("dropout", dropout)
         self.initializer = None if initializer is None else keras.initializers.get(initializer)

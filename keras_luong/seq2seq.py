@@ -33,6 +33,7 @@ from keras_luong.model_parts import (
     attention_decoder,
     bridge_states,
     check_bridge,
+    check_encoder_units,
     decoder_cells,
     embedding,
     recurrent_layer,
@@ -264,11 +265,8 @@ class LuongSeq2Seq(
                     f"[1, target_vocabulary_size={target_vocabulary_size}). "
                     f"Received: {name}={value!r}"
                 )
-        if bidirectional and units % 2 and encoder is None:
-            raise ValueError(
-                "A bidirectional encoder splits units between its two directions, so units "
-                f"must be even. Received: units={units!r}"
-            )
+        if encoder is None:
+            check_encoder_units(units, bidirectional)
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.units = units
