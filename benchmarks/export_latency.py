@@ -1,11 +1,13 @@
 """Latency of the exported decoding loop in each runtime against `generate`, and the
-artifacts' sizes, in one process (TensorFlow backend: it writes both formats).
+artifacts' sizes, in one process: on TensorFlow the SavedModel and the ONNX file, on torch
+the `torch.export` program (unrolled: `max_length` steps, sources padded to 30 tokens).
 
     KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/export_latency.py
+    KERAS_BACKEND=torch .venv/bin/python benchmarks/export_latency.py
 
 `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (global general attention, input
 feeding; the translation page's model) with seeded weights is exported with greedy and with
-beam 5 (length penalty 1.0), `max_length=40`, as a SavedModel and as an ONNX file. Each runtime
+beam 5 (length penalty 1.0), `max_length=40`, in the backend's formats. Each runtime
 decodes one sentence of 20 tokens and a batch of 64 sentences of 10-30 tokens (padded), in
 rounds whose order alternates; it prints the medians, the ratio of each runtime to `generate`
 (below 1: faster) and checks that every runtime's ids equal `generate`'s.
@@ -52,8 +54,8 @@ def main():
     import keras_luong
     from keras_luong import LuongSeq2Seq
 
-    if keras.backend.backend() != "tensorflow":
-        sys.exit("Run with KERAS_BACKEND=tensorflow: it writes both formats.")
+    if keras.backend.backend() not in ("tensorflow", "torch"):
+        sys.exit("Run with KERAS_BACKEND=tensorflow (SavedModel, ONNX) or torch (torch.export).")
     keras.utils.set_random_seed(0)
     model = LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)
     data = sources()
@@ -64,8 +66,8 @@ def main():
             time_decoding(model, name, {"sampler": sampler}, data, folder, args)
 
 
-def time_decoding(model, name, decoding, data, folder, args):
-    """One decoding setting: exported both ways, checked against `generate`, then timed."""
+def tensorflow_runtimes(model, name, decoding, folder):
+    """The SavedModel and the ONNX file, each loaded in its runtime, and their sizes."""
     import onnxruntime
     import tensorflow as tf
 
@@ -79,10 +81,46 @@ def time_decoding(model, name, decoding, data, folder, args):
     session = onnxruntime.InferenceSession(onnx, options)
     feed = session.get_inputs()[0].name
     runtimes = {
-        "generate": lambda s: model.generate(s, max_length=MAX_LENGTH, **decoding),
         "SavedModel": lambda s: loaded.serve(tf.constant(s)).numpy(),
         "onnxruntime": lambda s: session.run(None, {feed: s})[0],
     }
+    return runtimes, {"SavedModel": size_of(saved), "ONNX": size_of(onnx)}
+
+
+SOURCE_LENGTH = 30  # the torch program's source length: the longest source here
+
+
+def torch_runtimes(model, name, decoding, folder):
+    """The `torch.export` program, loaded by torch, and its size; its export time printed."""
+    import time
+
+    import torch
+
+    path = os.path.join(folder, name.replace(" ", "") + ".pt2")
+    start = time.perf_counter()
+    model.export_generator(
+        path, MAX_LENGTH, format="torch", source_length=SOURCE_LENGTH, **decoding
+    )
+    print(f"\n{name}: torch export {time.perf_counter() - start:.0f} s")
+    program = torch.export.load(path).module()
+
+    def run(source):
+        padded = np.pad(source, [(0, 0), (0, SOURCE_LENGTH - source.shape[1])])
+        with torch.no_grad():
+            return program(torch.from_numpy(padded)).numpy()
+
+    return {"torch.export": run}, {"torch.export": size_of(path)}
+
+
+def time_decoding(model, name, decoding, data, folder, args):
+    """One decoding setting: exported in the backend's formats, checked against
+    `generate`, then timed."""
+    import keras
+
+    exported = tensorflow_runtimes if keras.backend.backend() == "tensorflow" else torch_runtimes
+    artifacts, sizes = exported(model, name, decoding, folder)
+    runtimes = {"generate": lambda s: model.generate(s, max_length=MAX_LENGTH, **decoding)}
+    runtimes.update(artifacts)
     for source in data.values():
         expected = runtimes["generate"](source)
         for runtime, run in runtimes.items():
@@ -99,7 +137,7 @@ def time_decoding(model, name, decoding, data, folder, args):
         row = " ".join(f"{medians[(r, case)] * 1e3:16.1f}" for r in runtimes)
         ratios = " ".join(f"{medians[(r, case)] / base:.2f}" for r in list(runtimes)[1:])
         print(f"{case:<14} {row}  {ratios}")
-    print(f"sizes: SavedModel {size_of(saved) / 1e6:.1f} MB, ONNX {size_of(onnx) / 1e6:.1f} MB")
+    print("sizes: " + ", ".join(f"{kind} {size / 1e6:.1f} MB" for kind, size in sizes.items()))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ from keras import ops
 from keras_luong import samplers
 from keras_luong.batching import length_sorted_batches
 from keras_luong.checks import check_integer, check_texts, check_token_ids
+from keras_luong.export_formats import (
+    check_export_format,
+    check_loop_sampler,
+    torch_batch_dimension,
+)
 from keras_luong.generator import (  # noqa: F401 (their home before generator.py)
     MAX_LENGTH,
     UNSUPPORTED_SAMPLERS,
@@ -24,6 +29,7 @@ from keras_luong.generator import (  # noqa: F401 (their home before generator.p
     sampler_key,
     start_decoding,
 )
+from keras_luong.loops import unrolled
 from keras_luong.samplers.base import portable_writes
 from keras_luong.text_export import check_text_export, export_text_saved_model
 from keras_luong.vocabulary_assets import check_vocabulary_size
@@ -358,7 +364,15 @@ class GenerationMixin:
         generator, _ = get_generator(self, max_length, sampler, stop_token_ids, **deprecated)
         return generator
 
-    def export_generator(self, filepath, max_length, format="tf_saved_model", text=False, **kwargs):
+    def export_generator(
+        self,
+        filepath,
+        max_length,
+        format="tf_saved_model",
+        text=False,
+        source_length=None,
+        **kwargs,
+    ):
         """Exports the decoding loop, source ids in and generated ids out, for serving with
         no Python package of keras-luong, Keras or the training backend:
 
@@ -368,12 +382,18 @@ class GenerationMixin:
         - `"onnx"` (from TensorFlow): an ONNX file with the same input and output, which
           onnxruntime runs. Needs `tf2onnx` and `onnx` (`pip install keras-luong[export]`),
           and one of keras-luong's samplers.
+        - `"torch"` (from torch): a `.pt2` file of `torch.export`, which
+          `torch.export.load(filepath).module()` runs on int32 source ids `(batch,
+          source_length)`. `torch.export` holds no loop whose length depends on the
+          tokens, so the loop is unrolled: `max_length` steps, each row padded after its
+          stop token (the ids of a loop that stops early), and a `source_length` fixed
+          by the argument (pad shorter sources with 0). Needs one of keras-luong's samplers.
 
-        Batch and source length stay dynamic in both; padding (id 0) follows each source. With
-        a sampler that returns all beams, the outputs are the ids `(batch, num_beams,
-        max_length)` and their scores `(batch, num_beams)`. From a backend that cannot write
-        a format, save a `.keras` file, load it with `KERAS_BACKEND=tensorflow` and export
-        there.
+        Batch and source length stay dynamic unless `source_length` is given; padding (id 0)
+        follows each source. With a sampler that returns all beams, the outputs are the ids
+        `(batch, num_beams, max_length)` and their scores `(batch, num_beams)`. From a backend
+        that cannot write a format, save a `.keras` file, load it with the backend the error
+        names and export there.
 
         With `text=True` (a SavedModel of a model whose vocabularies are `SubwordVocabulary`),
         strings go in and out: the default signature (also named `translate`) takes a
@@ -384,11 +404,13 @@ class GenerationMixin:
         tensorflow_text`); the `serve` signature takes ids and returns `{"ids": ...}`.
 
         Args:
-            filepath: The SavedModel's folder, or the `.onnx` file.
+            filepath: The SavedModel's folder, the `.onnx` file or the `.pt2` file.
             max_length: The number of target tokens generated at most.
-            format: `"tf_saved_model"` (the default) or `"onnx"`.
+            format: `"tf_saved_model"` (the default), `"onnx"` or `"torch"`.
             text: Whether the SavedModel takes and returns strings. Defaults to `False`
                 (ids). Needs `tensorflow-text` (`pip install keras-luong[export]`).
+            source_length: The source length the artifact takes, or `None` (the default)
+                for any; `format="torch"` needs it.
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
                 `stop_token_ids`.
         """
@@ -399,9 +421,22 @@ class GenerationMixin:
         if text:
             check_text_export(self, format)
         check_export_format(format)
+        if source_length is not None:
+            source_length = check_integer("source_length", source_length, minimum=1)
+            if text:
+                raise ValueError(
+                    "Invalid value for argument source_length: a text SavedModel takes texts "
+                    "of any length. Received: source_length={source_length} with text=True"
+                )
+        elif format == "torch":
+            raise ValueError(
+                "Invalid value for argument source_length: format='torch' takes sources of "
+                "one length (the encoder's loop is unrolled over it): give the longest to "
+                "serve, and pad shorter sources with 0. Received: source_length=None"
+            )
         generator, _ = get_generator(self, max_length, **kwargs)
-        if format == "onnx":
-            check_onnx(generator.sampler)
+        if format in ("onnx", "torch"):
+            check_loop_sampler(generator.sampler, format)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
 
         options = {}
@@ -409,13 +444,19 @@ class GenerationMixin:
             # No gradients in a serving artifact: with them, jax2tf would trace the loop's
             # reverse mode, which a while loop has none of (beam scores are float outputs).
             options["jax2tf_kwargs"] = {"with_gradient": False}
+        context = contextlib.nullcontext
+        if format == "onnx":
+            context = portable_writes
+        elif format == "torch":
+            context = unrolled
+            options["dynamic_shapes"] = {0: torch_batch_dimension()}
 
         def export_ids(path):
-            with portable_writes() if format == "onnx" else contextlib.nullcontext():
+            with context():
                 generator.export(
                     path,
                     format=format,
-                    input_signature=[keras.InputSpec(shape=(None, None), dtype="int32")],
+                    input_signature=[keras.InputSpec(shape=(None, source_length), dtype="int32")],
                     verbose=False,
                     **options,
                 )
@@ -424,68 +465,3 @@ class GenerationMixin:
             export_text_saved_model(self, filepath, export_ids)
         else:
             export_ids(filepath)
-
-
-# The formats `export_generator` writes, and the backends each is written from.
-EXPORT_FORMATS = {"tf_saved_model": ("tensorflow", "jax"), "onnx": ("tensorflow",)}
-# Keras' other formats, and why the decoding loop does not go there.
-UNEXPORTABLE_FORMATS = {
-    "litert": "the encoder's recurrent layer becomes TensorFlow's TensorList ops, which "
-    "LiteRT runs only with its Flex delegate (select TensorFlow ops), and LiteRT's own "
-    "interpreter has none",
-    "torch": "torch.export cannot hold the decoding loop, whose number of steps depends on "
-    "the tokens generated",
-    "openvino": "it is not supported by export_generator",
-}
-# Why a backend cannot write a format Keras writes from others.
-BACKEND_REASONS = {
-    ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, which keras-luong neither "
-    "installs nor tests with its decoding loop",
-    ("torch", "onnx"): "torch's ONNX exporter traces one path through the decoding loop, "
-    "fixing its number of steps",
-    ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
-}
-
-
-def check_export_format(format):
-    """Refuses an export format `export_generator` cannot write from this backend, saying
-    where it can be written."""
-    backend = keras.backend.backend()
-    if format in UNEXPORTABLE_FORMATS:
-        raise ValueError(
-            f"Invalid value for argument format: the decoding loop cannot be exported as "
-            f"{format!r}: {UNEXPORTABLE_FORMATS[format]}. export_generator writes "
-            f"{sorted(EXPORT_FORMATS)}. Received: format={format!r}"
-        )
-    if format not in EXPORT_FORMATS:
-        raise ValueError(
-            f"Invalid value for argument format: expected one of {sorted(EXPORT_FORMATS)}. "
-            f"Received: format={format!r}"
-        )
-    if backend not in EXPORT_FORMATS[format]:
-        raise ValueError(
-            f"Invalid value for argument format: {format!r} is not written from the {backend} "
-            f"backend ({BACKEND_REASONS[(backend, format)]}). Save the model "
-            "(model.save('model.keras')), load it with KERAS_BACKEND=tensorflow and call "
-            f"export_generator there. Received: format={format!r} on {backend}"
-        )
-
-
-def check_onnx(sampler):
-    """Refuses an ONNX export without its converter, or with a sampler whose loop ONNX cannot
-    hold: keras-hub's write each token by an XLA update slice, which has no ONNX op."""
-    try:
-        import onnx  # noqa: F401
-        import tf2onnx  # noqa: F401
-    except ImportError as error:
-        raise ImportError(
-            "export_generator(format='onnx') needs tf2onnx and onnx: "
-            "pip install 'keras-luong[export]'"
-        ) from error
-    if not isinstance(sampler, samplers.Sampler):
-        raise ValueError(
-            "Invalid value for argument sampler: format='onnx' takes keras-luong's samplers "
-            "(GreedySampler, BeamSearchSampler), whose loops ONNX holds; "
-            f"{type(sampler).__name__} writes each token with an XLA update slice, which ONNX "
-            f"has no op for. Received: sampler={type(sampler).__name__}"
-        )

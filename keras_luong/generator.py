@@ -19,7 +19,7 @@ from keras import ops
 
 from keras_luong.checks import MASKED_SCORE, check_integer
 from keras_luong.compat import resolve_sampler
-from keras_luong.loops import step_call
+from keras_luong.loops import same_class, step_call
 from keras_luong.samplers import pad_after_end
 
 MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
@@ -214,7 +214,7 @@ def step_logits(dense, attentional, logits_bias=None):
     if logits_bias is None:
         return step_call(dense, attentional)
     if (
-        type(dense) is keras.layers.Dense
+        same_class(dense, keras.layers.Dense)
         and dense.built
         and dense.use_bias
         and dense.activation is keras.activations.linear

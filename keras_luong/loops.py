@@ -2,11 +2,55 @@
 from `layers/rnn`): a masked scan over time that compiles on every backend, and the pre-drawing
 of a Keras RNN cell's dropout masks that a loop needs."""
 
+import contextlib
+import contextvars
 import functools
 import inspect
 
 import keras
 from keras import ops
+
+_UNROLLED = contextvars.ContextVar("unrolled", default=False)
+
+
+@contextlib.contextmanager
+def unrolled():
+    """Within it, the loops are traced for `torch.export`, which holds no loop of data-dependent
+    length and no branch on a tensor's values: the samplers run every step to the prompt's
+    end, and the encoder's masked LSTM its own loop whatever the mask holds."""
+    token = _UNROLLED.set(True)
+    try:
+        yield
+    finally:
+        _UNROLLED.reset(token)
+
+
+def unrolling():
+    """Whether the loops are traced within `unrolled`."""
+    return _UNROLLED.get()
+
+
+def take_along_rows(x, indices):
+    """Each row's entries of `x` `(rows, n, ...)` at its int32 `indices` `(rows, k)`:
+    `(rows, k, ...)`, `ops.take_along_axis` along axis 1 (an entry being a slice where `x`
+    has more axes). Within `unrolled`, one gather from the flat rows (the same entries):
+    torch's `take_along_dim` compares the row counts of its operands, which fixes a dynamic
+    batch in `torch.export`."""
+    if not unrolling():
+        for _ in range(len(x.shape) - 2):  # broadcast along the entries' own axes
+            indices = ops.expand_dims(indices, -1)
+        return ops.take_along_axis(x, indices, axis=1)
+    offsets = ops.arange(ops.shape(indices)[0], dtype="int32")[:, None] * ops.shape(x)[1]
+    flat = ops.reshape(x, (-1, *x.shape[2:]))
+    return ops.take(flat, indices + offsets, axis=0)
+
+
+def same_class(obj, cls):
+    """Whether `obj`'s class is `cls` itself (no subclass), also while `torch.export` traces:
+    it calls each module through a proxy whose class subclasses the module's own and takes
+    its name, and adds nothing of its own."""
+    kind = type(obj)
+    return kind is cls or (kind.__bases__[-1:] == (cls,) and kind.__qualname__ == cls.__qualname__)
 
 
 def predraw_cell_dropout(cell, inputs_like, states, training):
@@ -58,6 +102,7 @@ def unless_full(mask):
         mask is None
         or not eager_torch(mask)
         or str(getattr(mask, "device", "")) == "meta"  # Keras' shape inference: no values
+        or unrolling()  # traced for export: no values either
         or not bool(ops.all(mask))
     ):
         return mask

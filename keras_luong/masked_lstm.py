@@ -13,17 +13,21 @@ precision, a subclass) are called as they are.
 import keras
 from keras import ops
 
-from keras_luong.loops import eager_torch
+from keras_luong.loops import eager_torch, same_class, unrolling
 
 
 def run_encoder(encoder, inputs, mask, training=None):
     """`encoder(inputs, mask=mask, training=training)` for an `LSTM` or a `Bidirectional`
     `LSTM` returning sequences and states: `[sequence, *states]`."""
     layers = _lstm_layers(encoder, training)
+    if layers is None and unrolling():
+        # Traced for torch.export: Keras' loop would fix the batch (it iterates a step's
+        # output over its rows); every cell steps in a loop of its own instead.
+        return cell_loop(encoder, inputs, mask, training)
     if layers is None or not eager_torch(inputs):
         # Compiled backends run Keras' loop as one scan: nothing to gain there.
         return encoder(inputs, mask=mask, training=training)
-    if mask is None or bool(ops.all(mask)):
+    if mask is None or (not unrolling() and bool(ops.all(mask))):
         # No padding: Keras' unmasked path (its fused kernel: cuDNN on a GPU, a loop of torch
         # ops on a CPU) computes the same thing. A copy, since Keras would otherwise take
         # the mask the inputs carry from the embedding and run its generic loop.
@@ -48,7 +52,7 @@ def _lstm_layers(encoder, training):
 
 
 def _covered(layer, training):
-    if type(layer) is not keras.layers.LSTM or not layer.built:
+    if not same_class(layer, keras.layers.LSTM) or not layer.built:
         return False
     return (
         layer.return_sequences
@@ -61,7 +65,7 @@ def _covered(layer, training):
 def plain_lstm_cell(cell, training):
     """Whether `cell` is a built Keras `LSTMCell` whose step `lstm_gates` computes: tanh and
     sigmoid, its variables in its compute dtype, no dropout to draw in `training`."""
-    if type(cell) is not keras.layers.LSTMCell or not cell.built:
+    if not same_class(cell, keras.layers.LSTMCell) or not cell.built:
         return False
     policy = cell.dtype_policy
     return (
@@ -113,3 +117,45 @@ def lstm_sequence(layer, inputs, mask):
     if getattr(layer, "zero_output_for_mask", False):  # zeros at padded steps instead
         sequence = ops.where(keep, sequence, ops.zeros_like(sequence))
     return sequence, h, c
+
+
+def cell_loop(encoder, inputs, mask, training=None):
+    """`encoder(inputs, mask=mask, training=training)` for a Keras RNN layer (or a
+    `Bidirectional` of two, concatenated) returning sequences and states, by a Python loop
+    that calls its cell at every step: `[sequence, *states]`. The loop `torch.export`
+    unrolls over a fixed source length."""
+    if isinstance(encoder, keras.layers.Bidirectional):
+        forward, *forward_states = _cell_sequence(encoder.forward_layer, inputs, mask, training)
+        backward, *backward_states = _cell_sequence(encoder.backward_layer, inputs, mask, training)
+        sequence = ops.concatenate([forward, backward], axis=-1)
+        return [sequence, *forward_states, *backward_states]
+    return _cell_sequence(encoder, inputs, mask, training)
+
+
+def _cell_sequence(layer, inputs, mask, training):
+    """`[sequence, *states]` of one RNN layer from zero states, in its direction; a padded
+    step keeps the states, and its output is the last one (zero where the layer zeroes it)."""
+    cell = layer.cell
+    inputs = ops.convert_to_tensor(inputs)
+    batch = ops.shape(inputs)[0]
+    sizes = keras.tree.flatten(cell.state_size)
+    states = [ops.zeros((batch, size), inputs.dtype) for size in sizes]
+    keep = ops.ones(ops.shape(inputs)[:2], "bool") if mask is None else ops.cast(mask, "bool")
+    steps, keeps = ops.unstack(inputs, axis=1), ops.unstack(ops.expand_dims(keep, -1), axis=1)
+    output = ops.zeros((batch, keras.tree.flatten(cell.output_size)[0]), inputs.dtype)
+    outputs = [None] * len(steps)
+    order = range(len(steps) - 1, -1, -1) if layer.go_backwards else range(len(steps))
+    for t in order:
+        new_output, new_states = cell(
+            steps[t], states if len(states) > 1 else states[0], training=training
+        )
+        states = [
+            ops.where(keeps[t], new, old)
+            for new, old in zip(keras.tree.flatten(new_states), states, strict=True)
+        ]
+        output = ops.where(keeps[t], new_output, output)
+        outputs[t] = output
+    sequence = ops.stack(outputs, axis=1)
+    if getattr(layer, "zero_output_for_mask", False):
+        sequence = ops.where(ops.expand_dims(keep, -1), sequence, ops.zeros_like(sequence))
+    return [sequence, *states]

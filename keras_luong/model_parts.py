@@ -23,6 +23,7 @@ from keras_luong.bahdanau_decoder import BahdanauDecoder
 from keras_luong.checks import check_integer, check_one_of, check_rate
 from keras_luong.decoder import LuongDecoder
 from keras_luong.initializers import initializer_arguments, recurrent_arguments
+from keras_luong.loops import take_along_rows
 from keras_luong.masked_lstm import run_encoder
 
 CELLS = ("lstm", "gru")
@@ -223,7 +224,7 @@ def run_recurrent_layers(layers, embedded, mask, dropout, training=None):
 def reverse_tokens(ids):
     """Each row's real tokens (non-zero) in reverse order, first, then its padding: the
     reversed source of Sutskever et al. and of Luong et al.'s models."""
-    return ops.take_along_axis(ids, ops.argsort(_reversal_key(ids), axis=-1), axis=-1)
+    return take_along_rows(ids, ops.argsort(_reversal_key(ids), axis=-1))
 
 
 def state_kinds(cell, layers=1):

@@ -30,12 +30,17 @@ def spread_model():
     return model
 
 
-def export_onnx(model, tmp_path, decoding):
-    """The model's ONNX file: written here on TensorFlow; from the other backends by the
-    documented route, a `.keras` file loaded and exported on TensorFlow."""
-    path = str(tmp_path / "generator.onnx")
-    if BACKEND == "tensorflow":
-        model.export_generator(path, MAX_LENGTH, format="onnx", **decoding)
+# Where each format is written, and the file it is written to.
+WRITTEN_ON = {"onnx": ("tensorflow", "generator.onnx"), "torch": ("torch", "generator.pt2")}
+
+
+def export_artifact(model, tmp_path, format, decoding, **options):
+    """The model's artifact: written here on the backend that writes `format`; from the
+    others by the documented route, a `.keras` file loaded and exported on that backend."""
+    backend, name = WRITTEN_ON[format]
+    path = str(tmp_path / name)
+    if BACKEND == backend:
+        model.export_generator(path, MAX_LENGTH, format=format, **options, **decoding)
         return path
     keras_path, _ = save_and_load(model, tmp_path)
     if not isinstance(decoding["sampler"], str):
@@ -47,26 +52,56 @@ def export_onnx(model, tmp_path, decoding):
         decoding = {decoding!r}
         if isinstance(decoding["sampler"], dict):
             decoding["sampler"] = samplers.deserialize(decoding["sampler"])
-        model.export_generator({path!r}, {MAX_LENGTH}, format="onnx", **decoding)
+        model.export_generator(
+            {path!r}, {MAX_LENGTH}, format={format!r}, **{options!r}, **decoding
+        )
         """
-    run_python(textwrap.dedent(script), "tensorflow")
+    run_python(textwrap.dedent(script), backend)
     return path
 
 
-def run_onnx(path, tmp_path, source):
-    """The ONNX file's outputs for `source`, run by onnxruntime alone."""
+# Each runtime, alone in a fresh process: the outputs for the source ids in `source.npy`.
+RUNTIMES = {
+    "onnx": """
+        import onnxruntime
+        session = onnxruntime.InferenceSession(path)
+        outputs = session.run(None, {session.get_inputs()[0].name: source})
+        """,
+    "torch": """
+        import torch
+        program = torch.export.load(path).module()
+        outputs = program(torch.from_numpy(source))
+        outputs = [x.numpy() for x in (outputs if isinstance(outputs, tuple) else [outputs])]
+        """,
+}
+
+
+def run_artifact(path, tmp_path, source, format):
+    """The artifact's outputs for `source`, run by its own runtime alone: no Keras,
+    keras-luong or other backend in the process."""
     np.save(tmp_path / "source.npy", source)
-    script = f"""
-        import sys, numpy as np, onnxruntime
-        session = onnxruntime.InferenceSession({path!r})
-        feed = {{session.get_inputs()[0].name: np.load({str(tmp_path / "source.npy")!r})}}
-        outputs = session.run(None, feed)
-        np.savez({str(tmp_path / "out.npz")!r}, *outputs)
-        assert not {{"keras", "keras_luong", "tensorflow", "jax", "torch"}} & set(sys.modules)
-        """
-    run_python(textwrap.dedent(script), BACKEND)
+    script = "\n".join(
+        [
+            "import sys, numpy as np",
+            f"path = {path!r}",
+            f"source = np.load({str(tmp_path / 'source.npy')!r})",
+            textwrap.dedent(RUNTIMES[format]),
+            f"np.savez({str(tmp_path / 'out.npz')!r}, *outputs)",
+            "loaded = {'keras', 'keras_luong', 'tensorflow', 'jax', 'torch'} & set(sys.modules)",
+            f"assert loaded <= {{{format!r}}}, loaded",
+        ]
+    )
+    run_python(script, BACKEND)
     with np.load(tmp_path / "out.npz") as outputs:
         return [outputs[f"arr_{i}"] for i in range(len(outputs.files))]
+
+
+def export_onnx(model, tmp_path, decoding):
+    return export_artifact(model, tmp_path, "onnx", decoding)
+
+
+def run_onnx(path, tmp_path, source):
+    return run_artifact(path, tmp_path, source, "onnx")
 
 
 @pytest.mark.parametrize(
@@ -103,13 +138,72 @@ def test_onnx_file_returns_every_beam_with_its_score(tmp_path):
         assert len(row[row > 0]) == len(set(row[row > 0]))
 
 
+# The torch program's fixed source length: longer than SOURCE, whose rows are padded to it.
+SOURCE_LENGTH = 7
+
+
+def padded(source, length=SOURCE_LENGTH):
+    return np.pad(source, [(0, 0), (0, length - source.shape[1])])
+
+
+@pytest.mark.parametrize(
+    "sampler", ["greedy", BeamSearchSampler(3, length_penalty=0.6)], ids=["greedy", "beam"]
+)
+def test_torch_program_decodes_like_generate(tmp_path, sampler):
+    """The unrolled loop of the `.pt2` file gives generate's ids, for sources padded to its
+    length, with a dynamic batch. The stop token is one the second row generates early and the
+    first never: the loop that stops early leaves rows that ended before the last step, while
+    the unrolled one runs every step and pads each row after its stop token."""
+    model = spread_model()
+    free = model.generate(SOURCE, max_length=MAX_LENGTH, sampler=sampler, stop_token_ids=None)
+    stop = next(int(t) for t in free[1, :-2] if t not in free[0])
+    decoding = {"sampler": sampler, "stop_token_ids": [stop]}
+    expected = model.generate(SOURCE, max_length=MAX_LENGTH, **decoding)
+    ended = (expected == stop).any(axis=-1)
+    assert ended.any() and not ended.all() and (expected[ended, -1] == 0).all()
+    path = export_artifact(model, tmp_path, "torch", decoding, source_length=SOURCE_LENGTH)
+    [ids] = run_artifact(path, tmp_path, padded(SOURCE), "torch")
+    np.testing.assert_array_equal(ids, expected)
+    [one] = run_artifact(path, tmp_path, padded(SOURCE[:1, :3]), "torch")
+    np.testing.assert_array_equal(
+        one, model.generate(SOURCE[:1, :3], max_length=MAX_LENGTH, **decoding)
+    )
+
+
+def test_torch_program_returns_every_beam_with_its_score(tmp_path):
+    model = spread_model()
+    sampler = BeamSearchSampler(3, return_all_beams=True, no_repeat_ngram_size=1)
+    expected_ids, expected_scores = model.generate(SOURCE, max_length=MAX_LENGTH, sampler=sampler)
+    path = export_artifact(
+        model, tmp_path, "torch", {"sampler": sampler}, source_length=SOURCE_LENGTH
+    )
+    ids, scores = run_artifact(path, tmp_path, padded(SOURCE), "torch")
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="torch.export runs on torch")
+def test_torch_export_refuses_what_it_cannot_hold(tmp_path):
+    model = spread_model()
+    path = str(tmp_path / "g.pt2")
+    with pytest.raises(ValueError, match="give the longest.*Received: source_length=None"):
+        model.export_generator(path, MAX_LENGTH, format="torch")
+    with pytest.raises(ValueError, match="Received: source_length=0"):
+        model.export_generator(path, MAX_LENGTH, format="torch", source_length=0)
+    keras_hub = pytest.importorskip("keras_hub")
+    with pytest.raises(ValueError, match="torch.export cannot hold.*sampler=GreedySampler"):
+        model.export_generator(
+            path, MAX_LENGTH, format="torch", source_length=5,
+            sampler=keras_hub.samplers.GreedySampler(),
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "format, message",
     [
         ("litert", "TensorList"),
-        ("torch", "torch.export cannot hold the decoding loop"),
         ("openvino", "not supported by export_generator"),
-        ("tflite", r"expected one of \['onnx', 'tf_saved_model'\]"),
+        ("tflite", r"expected one of \['onnx', 'tf_saved_model', 'torch'\]"),
     ],
 )
 def test_formats_the_loop_cannot_go_to_are_refused(tmp_path, format, message):
@@ -117,12 +211,17 @@ def test_formats_the_loop_cannot_go_to_are_refused(tmp_path, format, message):
         spread_model().export_generator(str(tmp_path / "out"), MAX_LENGTH, format=format)
 
 
-@pytest.mark.skipif(BACKEND == "tensorflow", reason="TensorFlow writes both formats")
 def test_a_format_this_backend_cannot_write_says_where_to_export():
-    formats = ["onnx"] + (["tf_saved_model"] if BACKEND == "torch" else [])
-    for format in formats:
-        with pytest.raises(ValueError, match="load it with KERAS_BACKEND=tensorflow") as info:
-            spread_model().export_generator("unused", MAX_LENGTH, format=format)
+    written = {
+        "tf_saved_model": ("tensorflow", "jax"),
+        "onnx": ("tensorflow",),
+        "torch": ("torch",),
+    }
+    for format, backends in written.items():
+        if BACKEND in backends:
+            continue
+        with pytest.raises(ValueError, match=f"load it with KERAS_BACKEND={backends[0]}") as info:
+            spread_model().export_generator("unused", MAX_LENGTH, format=format, source_length=5)
         assert f"Received: format={format!r} on {BACKEND}" in str(info.value)
 
 
@@ -257,3 +356,19 @@ def test_text_export_refuses_what_it_cannot_write(tmp_path):
     bare.set_vocabularies(words, Vocabulary([str(i) for i in range(21)]))
     with pytest.raises(ValueError, match="source vocabulary of type Vocabulary"):
         bare.export_generator(str(tmp_path / "t"), MAX_LENGTH, text=True)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="torch.export runs on torch")
+def test_torch_program_of_other_encoders_and_alignments(tmp_path):
+    """A GRU encoder and decoder (stepped by their cells in the unrolled loop), the reversed
+    source and predictive alignment export too, with the ids of generate."""
+    keras.utils.set_random_seed(0)
+    model = LuongSeq2Seq(
+        20, 25, units=8, embedding_dim=4, encoder_cell="gru", decoder_cell="gru",
+        reverse_source=True, alignment="predictive", window=2,
+    )  # fmt: skip
+    model((SOURCE, SOURCE))
+    path = str(tmp_path / "g.pt2")
+    model.export_generator(path, MAX_LENGTH, format="torch", source_length=SOURCE_LENGTH)
+    [ids] = run_artifact(path, tmp_path, padded(SOURCE), "torch")
+    np.testing.assert_array_equal(ids, model.generate(SOURCE, max_length=MAX_LENGTH))

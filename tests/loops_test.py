@@ -1,11 +1,22 @@
 """keras_luong.loops.step_call: a loop step calls a layer's `call` directly only when Keras'
-`__call__` has nothing to do for it, with the same result either way."""
+`__call__` has nothing to do for it, with the same result either way; and the helpers of the
+loops traced for `torch.export` (`unrolled`)."""
+
+import contextlib
 
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
-from keras_luong.loops import masked_scan, step_call, unless_full
+from keras_luong.loops import (
+    masked_scan,
+    same_class,
+    step_call,
+    take_along_rows,
+    unless_full,
+    unrolled,
+)
 from keras_luong.masked_lstm import lstm_sequence
 from tests.test_case import BACKEND, assert_allclose, random
 
@@ -190,3 +201,34 @@ def _graph_names(tensor):
         names.add(type(node).__name__)
         stack.extend(parent for parent, _ in node.next_functions)
     return names
+
+
+@pytest.mark.parametrize("within", [False, True])
+def test_take_along_rows_takes_numpy_entries(within):
+    """Within `unrolled` by one gather of the flat rows, outside by `take_along_axis`: both
+    give numpy's `take_along_axis` (rows of several lengths of indices, repeats included)."""
+    x = np.arange(24, dtype="float32").reshape(4, 6) * 1.5
+    indices = np.array([[5, 0, 0], [1, 2, 3], [4, 4, 1], [0, 5, 2]], "int32")
+    blocks = np.arange(48, dtype="float32").reshape(4, 6, 2)  # entries that are slices
+    with unrolled() if within else contextlib.nullcontext():
+        got = take_along_rows(ops.convert_to_tensor(x), ops.convert_to_tensor(indices))
+        sliced = take_along_rows(ops.convert_to_tensor(blocks), ops.convert_to_tensor(indices))
+    np.testing.assert_array_equal(ops.convert_to_numpy(got), np.take_along_axis(x, indices, 1))
+    expected = np.stack([blocks[row, indices[row]] for row in range(4)])
+    np.testing.assert_array_equal(ops.convert_to_numpy(sliced), expected)
+
+
+def test_same_class_sees_through_a_tracer_proxy_and_not_a_subclass():
+    class Proxy:  # as torch.export's module proxies: the module's class second, its name
+        pass
+
+    proxy_class = type("LSTM", (Proxy, keras.layers.LSTM), {})
+    proxy_class.__qualname__ = keras.layers.LSTM.__qualname__
+
+    class MyLSTM(keras.layers.LSTM):
+        pass
+
+    assert same_class(keras.layers.LSTM(2), keras.layers.LSTM)
+    assert same_class(object.__new__(proxy_class), keras.layers.LSTM)
+    assert not same_class(MyLSTM(2), keras.layers.LSTM)
+    assert not same_class(keras.layers.GRU(2), keras.layers.LSTM)

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong.masked_lstm import _lstm_layers, lstm_sequence, run_encoder
+from keras_luong import masked_lstm
+from keras_luong.loops import unrolled
+from keras_luong.masked_lstm import _lstm_layers, cell_loop, lstm_sequence, run_encoder
 from tests.test_case import BACKEND, assert_allclose, gradients, random
 
 MASK = np.array(
@@ -154,4 +156,50 @@ def test_an_unpadded_batch_reaches_keras_without_the_mask_it_carries():
     assert seen == [None]
     expected = layer(ops.copy(inputs), mask=np.ones((4, 7), bool))
     for a, b in zip(got, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_the_cell_loop_for_export_equals_keras_masked_layers(kind, bidirectional):
+    """`cell_loop`, the loop that `torch.export` unrolls for any Keras cell, gives Keras'
+    outputs and states for every padding of MASK (a GRU too, whose gate order and reset
+    placement are Keras' own since its cell is called)."""
+    keras.utils.set_random_seed(0)
+    layer_class = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[kind]
+    layer = layer_class(
+        4, return_sequences=True, return_state=True, bias_initializer="random_normal"
+    )
+    layer = keras.layers.Bidirectional(layer) if bidirectional else layer
+    expected = layer(INPUTS, mask=MASK)
+    got = cell_loop(layer, INPUTS, MASK)
+    assert len(got) == len(expected) == (1 + (2 if kind == "lstm" else 1) * (1 + bidirectional))
+    for a, b in zip(got, expected, strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_within_unrolled_the_encoder_takes_the_cell_loop_whatever_the_mask(monkeypatch):
+    """Traced for export, the mask's values are not read (no shortcut for a full mask) and
+    a layer `lstm_sequence` does not cover (a GRU) steps through `cell_loop`."""
+    keras.utils.set_random_seed(0)
+    gru = keras.layers.GRU(4, return_sequences=True, return_state=True)
+    gru(INPUTS, mask=MASK)
+    lstm = encoder(bidirectional=False)
+    calls = []
+
+    def counted_loop(*args, **kwargs):
+        calls.append(args[0])
+        return cell_loop(*args, **kwargs)
+
+    monkeypatch.setattr(masked_lstm, "cell_loop", counted_loop)
+    full = ops.convert_to_tensor(np.ones_like(MASK))
+    with unrolled():
+        got = run_encoder(gru, ops.convert_to_tensor(INPUTS), full)
+        monkeypatch.setattr(ops, "all", None)  # reading the mask's values fails from here
+        from_lstm = run_encoder(lstm, ops.convert_to_tensor(INPUTS), full)
+    monkeypatch.undo()
+    assert calls == [gru]
+    for a, b in zip(got, gru(INPUTS), strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+    for a, b in zip(from_lstm, lstm(INPUTS), strict=True):
         assert_allclose(a, b, atol=1e-6, rtol=1e-6)

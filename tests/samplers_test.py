@@ -1,3 +1,5 @@
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -125,14 +127,17 @@ def test_temperature_is_checked():
         GreedySampler(temperature=0)
 
 
+@pytest.mark.parametrize("unrolled", [False, True], ids=["loop", "unrolled"])
 @pytest.mark.parametrize("size", [7, 320, 4001, 40000])
 @pytest.mark.parametrize("k", [1, 5])
-def test_top_k_indices_match_a_stable_sort(size, k):
+def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     """The blocked top-k (rows of more than 64 k entries, as a beam step's `beams *
     vocabulary` scores are) against numpy's stable sort: the k largest, largest first, the
     lower index first on ties. Few distinct values, so ties fall across block borders; 4001
     is prime (the last block is padded); one row has a single finite maximum in a sea of the
-    masked score."""
+    masked score. The same within `loops.unrolled` (traced for torch.export), whose gathers
+    are taken from flat rows."""
+    from keras_luong.loops import unrolled as unrolled_loops
     from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
 
     rng = np.random.default_rng(size + k)
@@ -140,7 +145,8 @@ def test_top_k_indices_match_a_stable_sort(size, k):
     x[1] = -1e9
     x[1, size // 2] = 0.0
     x[2, -1] = 10.0  # the best entry in the last (padded) block
-    got = ops.convert_to_numpy(_top_k_indices(ops.convert_to_tensor(x), k))
+    with unrolled_loops() if unrolled else contextlib.nullcontext():
+        got = ops.convert_to_numpy(_top_k_indices(ops.convert_to_tensor(x), k))
     np.testing.assert_array_equal(got, np.argsort(-x, axis=1, kind="stable")[:, :k])
 
 

@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from keras_luong.checks import check_integer, check_number
+from keras_luong.loops import unrolling
 from keras_luong.samplers.ngrams import mask_repeated_ngrams
 
 
@@ -92,6 +93,7 @@ class Sampler:
         hidden_states=None,
         model=None,
     ):
+        steps = ops.shape(prompt)[1] - index
         index = ops.cast(index, "int32")
         mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
         cache = () if cache is None else cache
@@ -112,12 +114,7 @@ class Sampler:
             prompt = write_column(prompt, index, token)
             return prompt, cache, index + 1, mask
 
-        prompt, *_ = ops.while_loop(
-            cond,
-            body,
-            (prompt, cache, index, mask),
-            maximum_iterations=ops.shape(prompt)[1] - index,
-        )
+        prompt, *_ = decoding_loop(cond, body, (prompt, cache, index, mask), steps)
         return prompt
 
     def compute_probabilities(self, logits):
@@ -154,6 +151,26 @@ def portable_writes():
         yield
     finally:
         _PORTABLE_WRITES.reset(token)
+
+
+def decoding_loop(cond, body, loop_vars, steps):
+    """`ops.while_loop(cond, body, loop_vars, maximum_iterations=steps)`; within
+    `loops.unrolled` (traced for `torch.export`), `body` applied `steps` times, with no early
+    exit (a Python integer there: the prompt's length and the start index are static).
+
+    Both give the same ids: a sampler's step leaves a row that has ended as it is (it must
+    already, for the rows that end before the others), and the generator pads every position
+    after a stop token."""
+    if not unrolling():
+        return ops.while_loop(cond, body, loop_vars, maximum_iterations=steps)
+    if not isinstance(steps, int):
+        raise ValueError(
+            "A loop of fixed steps needs a prompt of static length and a Python integer "
+            f"index. Received: steps={steps!r}"
+        )
+    for _ in range(steps):
+        loop_vars = body(*loop_vars)
+    return loop_vars
 
 
 def write_column(prompt, index, column):

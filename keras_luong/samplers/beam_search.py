@@ -5,8 +5,9 @@ import keras
 from keras import ops, tree
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
+from keras_luong.loops import take_along_rows
 from keras_luong.samplers import penalties
-from keras_luong.samplers.base import Sampler, is_any, write_column
+from keras_luong.samplers.base import Sampler, decoding_loop, is_any, write_column
 from keras_luong.samplers.top_k import top_k_indices
 
 
@@ -170,6 +171,7 @@ class BeamSearchSampler(Sampler):
     ):
         beams = self.num_beams
         batch_size = ops.shape(prompt)[0]
+        steps = ops.shape(prompt)[1] - index
         index = ops.cast(index, "int32")
         mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
         has_cache = cache is not None
@@ -244,11 +246,11 @@ class BeamSearchSampler(Sampler):
                 return ops.reshape(x, (-1, beams * vocabulary))
 
             chosen = top_k_indices(per_example(scores), beams)  # (batch, beams), best first
-            source_beam = chosen // vocabulary
-            source_row = ops.reshape(source_beam + ops.arange(batch_size)[:, None] * beams, [-1])
-            chosen_logits = ops.reshape(ops.take_along_axis(per_example(logits), chosen, 1), [-1])
-            log_probs = chosen_logits + ops.take(offset, source_row, axis=0)
+            first_rows = ops.arange(batch_size, dtype="int32")[:, None] * beams
+            source_row = ops.reshape(chosen // vocabulary + first_rows, [-1])
             next_token = ops.reshape(chosen % vocabulary, [-1])
+            chosen_logits = ops.reshape(take_along_rows(per_example(logits), chosen), [-1])
+            log_probs = chosen_logits + ops.take(offset, source_row, axis=0)
 
             def gather_beams(x):
                 # Each new row is its source row's: one gather (no reshapes around it).
@@ -266,11 +268,11 @@ class BeamSearchSampler(Sampler):
             prompt = write_column(prompt, index, next_token)
             return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
 
-        prompt, _, _, _, log_probs, _, lengths, attention_sums = ops.while_loop(
+        prompt, _, _, _, log_probs, _, lengths, attention_sums = decoding_loop(
             cond,
             body,
             (prompt, cache, index, mask, log_probs, finished, lengths, attention_sums),
-            maximum_iterations=ops.shape(prompt)[1] - index,
+            steps,
         )
         # Each step leaves the beams best first, ranked by the score they end with; with a
         # coverage penalty, the final ranking applies it to every hypothesis.
@@ -279,8 +281,10 @@ class BeamSearchSampler(Sampler):
         if self.needs_attention:
             scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
             order = top_k_indices(scores, beams)
-            prompts = ops.take_along_axis(prompts, order[..., None], axis=1)
-            scores = ops.take_along_axis(scores, order, axis=1)
+            rows = ops.reshape(order + ops.arange(batch_size, dtype="int32")[:, None] * beams, [-1])
+            length = ops.shape(prompt)[-1]
+            prompts = ops.reshape(ops.take(prompt, rows, axis=0), (-1, beams, length))
+            scores = take_along_rows(scores, order)
         if self.return_all_beams:
             return prompts, scores
         return prompts[:, 0]

@@ -3,6 +3,7 @@
 from keras import ops
 
 from keras_luong.checks import MASKED_SCORE
+from keras_luong.loops import take_along_rows
 
 
 def repeated_ngram_tokens(prompt, index, n, logits):
@@ -32,9 +33,9 @@ def mask_repeated_ngrams(logits, prompt, index, n, active=None):
         same = ops.logical_and(same, ops.cast(active, "bool")[:, None])
     any_repeat = ops.any(same, axis=1, keepdims=True)
     first = ops.argmax(ops.cast(same, "int32"), axis=1)[:, None]
-    first_banned = ops.take_along_axis(token, ops.cast(first, "int32"), axis=1)
+    first_banned = take_along_rows(token, ops.cast(first, "int32"))
     target = ops.where(same, token, ops.where(any_repeat, first_banned, token))
-    values = ops.where(any_repeat, MASKED_SCORE, ops.take_along_axis(logits, target, axis=1))
+    values = ops.where(any_repeat, MASKED_SCORE, take_along_rows(logits, target))
     rows, starts = ops.shape(target)[0], ops.shape(target)[1]
     row = ops.repeat(ops.arange(rows, dtype="int32")[:, None], starts, axis=1)
     indices = ops.reshape(ops.stack([row, target], axis=-1), (-1, 2))

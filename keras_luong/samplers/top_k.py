@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_luong.loops import take_along_rows
+
 
 def top_k_indices(x, k):
     """The indices of the `k` largest entries of each row of `x` `(rows, size)`, largest
@@ -29,7 +31,7 @@ def top_k_indices(x, k):
         ops.max(grouped, axis=-1), k, ops.arange(blocks, dtype="int32")[None], blocks
     )
     best_blocks = ops.sort(best_blocks, axis=-1)  # the candidates in the row's order
-    candidates = ops.take_along_axis(grouped, best_blocks[..., None], axis=1)  # (rows, k, block)
+    candidates = take_along_rows(grouped, best_blocks)  # (rows, k, block)
     positions = best_blocks[..., None] * block + ops.arange(block, dtype="int32")[None, None]
     rows = ops.shape(candidates)[0]
     return _top_k_rounds(
@@ -69,7 +71,7 @@ def _top_k_rounds(x, k, positions, sentinel):
         best = ops.concatenate(indices, axis=1)
         if positions.shape[0] == 1:
             return ops.take(positions[0], best)
-        return ops.take_along_axis(positions, best, axis=1)
+        return take_along_rows(positions, best)
     for i in range(k):
         largest = ops.max(x, axis=-1, keepdims=True)
         best = ops.min(ops.where(ops.equal(x, largest), positions, sentinel), axis=-1)
