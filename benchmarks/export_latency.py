@@ -1,6 +1,7 @@
 """Latency of the exported decoding loop in each runtime against `generate`, and the
-artifacts' sizes, in one process: on TensorFlow the SavedModel and the ONNX file, on torch
-the `torch.export` program (unrolled: `max_length` steps, sources padded to 30 tokens).
+artifacts' sizes, in one process: on TensorFlow the SavedModel, the ONNX file and the LiteRT
+file, on torch the `torch.export` program (LiteRT and torch unrolled: `max_length` steps,
+sources padded to 30 tokens).
 
     KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/export_latency.py
     KERAS_BACKEND=torch .venv/bin/python benchmarks/export_latency.py
@@ -26,6 +27,7 @@ from compare_checkouts import interleaved_medians  # noqa: E402
 # decoding name -> sampler (keras_luong.BeamSearchSampler's arguments for beam search)
 DECODINGS = {"greedy": None, "beam 5": {"num_beams": 5, "length_penalty": 1.0}}
 MAX_LENGTH = 40
+SOURCE_LENGTH = 30  # the unrolled artifacts' source length: the longest source here
 
 
 def sources():
@@ -67,9 +69,11 @@ def main():
 
 
 def tensorflow_runtimes(model, name, decoding, folder):
-    """The SavedModel and the ONNX file, each loaded in its runtime, and their sizes."""
+    """The SavedModel, the ONNX file and the LiteRT file, each loaded in its runtime, and
+    their sizes."""
     import onnxruntime
     import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
 
     saved = os.path.join(folder, name.replace(" ", "") + "_savedmodel")
     onnx = os.path.join(folder, name.replace(" ", "") + ".onnx")
@@ -80,14 +84,28 @@ def tensorflow_runtimes(model, name, decoding, folder):
     options.intra_op_num_threads = os.cpu_count()
     session = onnxruntime.InferenceSession(onnx, options)
     feed = session.get_inputs()[0].name
+    litert = os.path.join(folder, name.replace(" ", "") + ".tflite")
+    model.export_generator(
+        litert, MAX_LENGTH, format="litert", source_length=SOURCE_LENGTH, **decoding
+    )
+    interpreter = Interpreter(model_path=litert, num_threads=os.cpu_count())
+    litert_input = interpreter.get_input_details()[0]["index"]
+
+    def run_litert(source):
+        padded = np.pad(source, [(0, 0), (0, SOURCE_LENGTH - source.shape[1])])
+        interpreter.resize_tensor_input(litert_input, padded.shape)
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(litert_input, padded)
+        interpreter.invoke()
+        return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
     runtimes = {
         "SavedModel": lambda s: loaded.serve(tf.constant(s)).numpy(),
         "onnxruntime": lambda s: session.run(None, {feed: s})[0],
+        "LiteRT": run_litert,
     }
-    return runtimes, {"SavedModel": size_of(saved), "ONNX": size_of(onnx)}
-
-
-SOURCE_LENGTH = 30  # the torch program's source length: the longest source here
+    sizes = {"SavedModel": size_of(saved), "ONNX": size_of(onnx), "LiteRT": size_of(litert)}
+    return runtimes, sizes
 
 
 def torch_runtimes(model, name, decoding, folder):

@@ -18,13 +18,14 @@ def torch_batch_dimension():
 EXPORT_FORMATS = {
     "tf_saved_model": ("tensorflow", "jax"),
     "onnx": ("tensorflow",),
+    "litert": ("tensorflow",),
     "torch": ("torch",),
 }
+# The formats whose artifact holds no loop of data-dependent length: the decoding loop is
+# unrolled (`loops.unrolled`) and the source length fixed (`source_length`).
+UNROLLED_FORMATS = ("litert", "torch")
 # Keras' other formats, and why the decoding loop does not go there.
 UNEXPORTABLE_FORMATS = {
-    "litert": "the encoder's recurrent layer becomes TensorFlow's TensorList ops, which "
-    "LiteRT runs only with its Flex delegate (select TensorFlow ops), and LiteRT's own "
-    "interpreter has none",
     "openvino": "it is not supported by export_generator",
 }
 # Why a backend cannot write a format Keras writes from others.
@@ -35,6 +36,9 @@ BACKEND_REASONS = {
     "fixing its number of steps",
     ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
     ("tensorflow", "torch"): "torch.export traces torch's own operations",
+    ("jax", "litert"): "Keras writes LiteRT from TensorFlow and torch",
+    ("torch", "litert"): "Keras writes LiteRT from torch through litert-torch, which "
+    "keras-luong neither installs nor tests with its decoding loop",
     ("jax", "torch"): "torch.export traces torch's own operations",
 }
 
@@ -66,7 +70,7 @@ def check_export_format(format):
 def check_loop_sampler(sampler, format):
     """Refuses an ONNX export without its converter, or a sampler whose loop the format
     cannot hold: keras-hub's write each token by an XLA update slice, which has no ONNX op,
-    and run a while loop, which `torch.export` cannot unroll."""
+    and run a while loop, which is not unrolled for `torch.export` or LiteRT."""
     if format == "onnx":
         try:
             import onnx  # noqa: F401
@@ -80,6 +84,7 @@ def check_loop_sampler(sampler, format):
         why = {
             "onnx": "writes each token with an XLA update slice, which ONNX has no op for",
             "torch": "runs a while loop of data-dependent length, which torch.export cannot hold",
+            "litert": "runs a while loop of data-dependent length, which is not unrolled",
         }[format]
         raise ValueError(
             f"Invalid value for argument sampler: format={format!r} takes keras-luong's "

@@ -11,6 +11,7 @@ from keras_luong import samplers
 from keras_luong.batching import length_sorted_batches
 from keras_luong.checks import check_integer, check_texts, check_token_ids
 from keras_luong.export_formats import (
+    UNROLLED_FORMATS,
     check_export_format,
     check_loop_sampler,
     torch_batch_dimension,
@@ -382,12 +383,16 @@ class GenerationMixin:
         - `"onnx"` (from TensorFlow): an ONNX file with the same input and output, which
           onnxruntime runs. Needs `tf2onnx` and `onnx` (`pip install keras-luong[export]`),
           and one of keras-luong's samplers.
+        - `"litert"` (from TensorFlow): a `.tflite` file of LiteRT's builtin ops, which
+          LiteRT's interpreter (`ai_edge_litert`) runs on int32 source ids `(batch,
+          source_length)`.
         - `"torch"` (from torch): a `.pt2` file of `torch.export`, which
-          `torch.export.load(filepath).module()` runs on int32 source ids `(batch,
-          source_length)`. `torch.export` holds no loop whose length depends on the
-          tokens, so the loop is unrolled: `max_length` steps, each row padded after its
-          stop token (the ids of a loop that stops early), and a `source_length` fixed
-          by the argument (pad shorter sources with 0). Needs one of keras-luong's samplers.
+          `torch.export.load(filepath).module()` runs on the same input.
+
+        Neither of the last two holds a loop whose length depends on the tokens, so the
+        loop is unrolled: `max_length` steps, each row padded after its stop token (the ids
+        of a loop that stops early), and a `source_length` fixed by the argument (pad
+        shorter sources with 0). ONNX, LiteRT and torch need one of keras-luong's samplers.
 
         Batch and source length stay dynamic unless `source_length` is given; padding (id 0)
         follows each source. With a sampler that returns all beams, the outputs are the ids
@@ -404,13 +409,13 @@ class GenerationMixin:
         tensorflow_text`); the `serve` signature takes ids and returns `{"ids": ...}`.
 
         Args:
-            filepath: The SavedModel's folder, the `.onnx` file or the `.pt2` file.
+            filepath: The SavedModel's folder, or the `.onnx`, `.tflite` or `.pt2` file.
             max_length: The number of target tokens generated at most.
-            format: `"tf_saved_model"` (the default), `"onnx"` or `"torch"`.
+            format: `"tf_saved_model"` (the default), `"onnx"`, `"litert"` or `"torch"`.
             text: Whether the SavedModel takes and returns strings. Defaults to `False`
                 (ids). Needs `tensorflow-text` (`pip install keras-luong[export]`).
             source_length: The source length the artifact takes, or `None` (the default)
-                for any; `format="torch"` needs it.
+                for any; `"litert"` and `"torch"` need it.
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
                 `stop_token_ids`.
         """
@@ -428,14 +433,14 @@ class GenerationMixin:
                     "Invalid value for argument source_length: a text SavedModel takes texts "
                     "of any length. Received: source_length={source_length} with text=True"
                 )
-        elif format == "torch":
+        elif format in UNROLLED_FORMATS:
             raise ValueError(
-                "Invalid value for argument source_length: format='torch' takes sources of "
-                "one length (the encoder's loop is unrolled over it): give the longest to "
+                f"Invalid value for argument source_length: format={format!r} takes sources "
+                "of one length (the encoder's loop is unrolled over it): give the longest to "
                 "serve, and pad shorter sources with 0. Received: source_length=None"
             )
         generator, _ = get_generator(self, max_length, **kwargs)
-        if format in ("onnx", "torch"):
+        if format != "tf_saved_model":
             check_loop_sampler(generator.sampler, format)
         generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
 
@@ -444,15 +449,18 @@ class GenerationMixin:
             # No gradients in a serving artifact: with them, jax2tf would trace the loop's
             # reverse mode, which a while loop has none of (beam scores are float outputs).
             options["jax2tf_kwargs"] = {"with_gradient": False}
-        context = contextlib.nullcontext
-        if format == "onnx":
-            context = portable_writes
-        elif format == "torch":
-            context = unrolled
+        contexts = []  # what the loops are traced within
+        if format in ("onnx", "litert"):
+            contexts.append(portable_writes)
+        if format in UNROLLED_FORMATS:
+            contexts.append(unrolled)
+        if format == "torch":
             options["dynamic_shapes"] = {0: torch_batch_dimension()}
 
         def export_ids(path):
-            with context():
+            with contextlib.ExitStack() as stack:
+                for context in contexts:
+                    stack.enter_context(context())
                 generator.export(
                     path,
                     format=format,

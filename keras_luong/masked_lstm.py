@@ -20,14 +20,18 @@ def run_encoder(encoder, inputs, mask, training=None):
     """`encoder(inputs, mask=mask, training=training)` for an `LSTM` or a `Bidirectional`
     `LSTM` returning sequences and states: `[sequence, *states]`."""
     layers = _lstm_layers(encoder, training)
-    if layers is None and unrolling():
-        # Traced for torch.export: Keras' loop would fix the batch (it iterates a step's
-        # output over its rows); every cell steps in a loop of its own instead.
-        return cell_loop(encoder, inputs, mask, training)
-    if layers is None or not eager_torch(inputs):
+    if unrolling():
+        # Traced for an export that holds no loop of Keras' (torch.export, where it fixes
+        # the batch by iterating a step's output over its rows; LiteRT, where it becomes
+        # TensorList ops): a loop of our own, over the fixed source length.
+        if layers is None:
+            return cell_loop(encoder, inputs, mask, training)
+        if mask is None:
+            mask = ops.ones(ops.shape(inputs)[:2], "bool")
+    elif layers is None or not eager_torch(inputs):
         # Compiled backends run Keras' loop as one scan: nothing to gain there.
         return encoder(inputs, mask=mask, training=training)
-    if mask is None or (not unrolling() and bool(ops.all(mask))):
+    elif mask is None or bool(ops.all(mask)):
         # No padding: Keras' unmasked path (its fused kernel: cuDNN on a GPU, a loop of torch
         # ops on a CPU) computes the same thing. A copy, since Keras would otherwise take
         # the mask the inputs carry from the embedding and run its generic loop.
