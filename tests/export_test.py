@@ -71,6 +71,14 @@ RUNTIMES = {
         session = onnxruntime.InferenceSession(path)
         outputs = session.run(None, {session.get_inputs()[0].name: source})
         """,
+    "tf_saved_model": """
+        import tensorflow as tf
+        loaded = tf.saved_model.load(path)
+        outputs = [loaded.serve(tf.constant(source)).numpy()]
+        # The input's shape, -1 for a dynamic dimension.
+        [spec] = loaded.serve.input_signature
+        outputs.append(np.array([-1 if d is None else d for d in spec.shape.as_list()]))
+        """,
     "litert": """
         from ai_edge_litert.interpreter import Interpreter
         interpreter = Interpreter(model_path=path)
@@ -91,6 +99,11 @@ RUNTIMES = {
 }
 
 
+# What each runtime imports of those the serving process must not need: torch its own;
+# TensorFlow its lazy keras and jax modules (never keras_luong).
+RUNTIME_MODULES = {"torch": {"torch"}, "tf_saved_model": {"tensorflow", "keras", "jax"}}
+
+
 def run_artifact(path, tmp_path, source, format):
     """The artifact's outputs for `source`, run by its own runtime alone: no Keras,
     keras-luong or other backend in the process."""
@@ -103,7 +116,7 @@ def run_artifact(path, tmp_path, source, format):
             textwrap.dedent(RUNTIMES[format]),
             f"np.savez({str(tmp_path / 'out.npz')!r}, *outputs)",
             "loaded = {'keras', 'keras_luong', 'tensorflow', 'jax', 'torch'} & set(sys.modules)",
-            f"assert not loaded - {{{format!r}}}, loaded",
+            f"assert not loaded - {RUNTIME_MODULES.get(format, set())!r}, loaded",
         ]
     )
     run_python(script, BACKEND)
@@ -198,6 +211,18 @@ def test_unrolled_program_returns_every_beam_with_its_score(tmp_path, format):
     ids, scores = run_artifact(path, tmp_path, padded(SOURCE), format)
     np.testing.assert_array_equal(ids, expected_ids)
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(BACKEND == "torch", reason="a SavedModel is written from TensorFlow and JAX")
+def test_source_length_fixes_the_saved_model_input(tmp_path):
+    """`source_length` for a format whose source length is otherwise dynamic: the serving
+    signature takes `(batch, source_length)`, and padded sources decode as generate does."""
+    model = spread_model()
+    path = str(tmp_path / "saved")
+    model.export_generator(path, MAX_LENGTH, source_length=SOURCE_LENGTH)
+    ids, shape = run_artifact(path, tmp_path, padded(SOURCE), "tf_saved_model")
+    np.testing.assert_array_equal(shape, [-1, SOURCE_LENGTH])
+    np.testing.assert_array_equal(ids, model.generate(SOURCE, max_length=MAX_LENGTH))
 
 
 @pytest.mark.parametrize("format", ["litert", "torch"])
