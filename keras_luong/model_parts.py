@@ -286,17 +286,23 @@ def bridge_states(bridge, final_states, kinds, sizes, dense, batch_like):
     return copied
 
 
-def decoder_cells(cell, units, layers, dtype, initializer=None):
+def decoder_cells(cell, units, layers, dtype, initializer=None, dropout=0.0):
     """The decoder's Keras RNN cell: `layers` LSTM or GRU cells of `units` (stacked when more
-    than one), or `cell` itself when it is a cell object."""
+    than one, each above the first with `dropout` on its input, the output of the one below),
+    or `cell` itself when it is a cell object."""
     if not isinstance(cell, str):
         return cell
     check_one_of("decoder_cell", cell, CELLS)
     cell_class = keras.layers.LSTMCell if cell == "lstm" else keras.layers.GRUCell
     # Fresh initializers for each cell (see initializer_arguments).
     cells = [
-        cell_class(units, dtype=dtype, **recurrent_arguments(initializer, cell))
-        for _ in range(layers)
+        cell_class(
+            units,
+            dropout=dropout if index else 0.0,
+            dtype=dtype,
+            **recurrent_arguments(initializer, cell),
+        )
+        for index in range(layers)
     ]
     return keras.layers.StackedRNNCells(cells, dtype=dtype) if layers > 1 else cells[0]
 

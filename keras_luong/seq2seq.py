@@ -99,7 +99,9 @@ class LuongSeq2Seq(
             `input_feeding=True`).
         bidirectional: A biLSTM encoder (else a forward LSTM). Defaults to `True`.
         decoder_layers: Number of stacked LSTM layers in the decoder. Defaults to 1.
-        dropout: Dropout on the embeddings and `h̃` during training. Defaults to 0.
+        dropout: Dropout during training on the embeddings, `h̃`, and between stacked
+            layers (the encoder's, and the decoder's built from `decoder_cell="lstm"` or
+            `"gru"`). Defaults to 0.
         attention_dropout: Dropout on the attention weights during training. Defaults to 0.
         start_token: The id that starts every target. Defaults to 1.
         end_token: The id that ends every target. Defaults to 2.
@@ -357,7 +359,7 @@ class LuongSeq2Seq(
                 **(self.attention_arguments or {}),
             )
         self.decoder_cell = decoder_cell if isinstance(decoder_cell, str) else None
-        cell = decoder_cells(decoder_cell, units, decoder_layers, dtype, init)
+        cell = decoder_cells(decoder_cell, units, decoder_layers, dtype, init, dropout)
         self.decoder = attention_decoder(
             cell, attention, attention_timing, units, dtype,
             input_feeding=input_feeding, output_attention=output_attention,
@@ -394,8 +396,9 @@ class LuongSeq2Seq(
         Train it as they did: `keras.optimizers.SGD(HalvingSchedule(steps_per_epoch,
         halve_after=5), global_clipnorm=5.0)` for 10 epochs (12 epochs and `halve_after=8`
         with dropout), batches of 128 pairs, sentences over 50 words dropped. (`dropout` here
-        applies to the embeddings, between the encoder's layers and to `h̃`; the paper's
-        applied between every stacked layer, the decoder's too.)
+        applies to the embeddings, to `h̃` and between the stacked layers of the encoder and
+        of the decoder, as the paper's did; between the decoder's layers it is Keras' cell
+        dropout, one mask per sequence where the paper drew one per step.)
 
         Args:
             source_vocabulary_size: Source ids. Defaults to 50000 (the paper's 50K words).

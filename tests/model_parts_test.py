@@ -189,6 +189,34 @@ def test_gru_decoder_with_a_copy_bridge_starts_from_the_encoders_states():
     np.testing.assert_array_equal(to_numpy(initial[0]), np.zeros((3, UNITS)))
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_stacked_decoder_drops_out_between_its_layers_in_training_only(cell, tmp_path):
+    """`dropout` reaches the decoder's stacked layers: each above the first drops its input
+    (the output of the one below) in training. With the embedding and `h̃` dropout off, the
+    training logits differ from the inference ones because of it alone (with the layers'
+    dropout set to 0 they are equal), and inference is that of the same weights without
+    dropout. `fit` trains it (a compiled step on JAX and TensorFlow)."""
+    model = small(decoder_cell=cell, decoder_layers=3, dropout=0.5)
+    cells = model.decoder.cell.cell.cells
+    assert [c.dropout for c in cells] == [0.0, 0.5, 0.5]
+    model.dropout_layer.rate = 0.0
+    inference = to_numpy(model((SOURCE, TARGET_IN), training=False))
+    training = to_numpy(model((SOURCE, TARGET_IN), training=True))
+    assert np.abs(training - inference).max() > 0.1 * np.abs(inference).max()
+    plain = small(decoder_cell=cell, decoder_layers=3, dropout=0.0)
+    plain.set_weights(model.get_weights())
+    assert_allclose(plain((SOURCE, TARGET_IN), training=False), inference, atol=1e-7, rtol=1e-5)
+    for c in cells:
+        c.dropout = 0.0
+    assert_allclose(model((SOURCE, TARGET_IN), training=True), inference, atol=1e-7, rtol=1e-5)
+    model = small(decoder_cell=cell, decoder_layers=2, dropout=0.5)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit((SOURCE, TARGET_IN), TARGET_IN, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    _, loaded = save_and_load(model, tmp_path)
+    assert [c.dropout for c in loaded.decoder.cell.cell.cells] == [0.0, 0.5]
+
+
 def test_a_decoder_cell_object_and_shared_embeddings_round_trip(tmp_path):
     """A Keras cell object (a GRU cell with dropout) as the decoder's, one embedding matrix for
     both sides: `.keras` round trip gives the same logits and ids."""
