@@ -15,9 +15,9 @@ _UNROLLED = contextvars.ContextVar("unrolled", default=False)
 
 @contextlib.contextmanager
 def unrolled():
-    """Within it, the loops are traced for `torch.export`, which holds no loop of data-dependent
-    length and no branch on a tensor's values: the samplers run every step to the prompt's
-    end, and the encoder's masked LSTM its own loop whatever the mask holds."""
+    """Within it, the loops are traced for an artifact that holds no loop of data-dependent
+    length and no branch on a tensor's values (`torch.export`, LiteRT): the samplers run
+    every step to the prompt's end, and the encoder its own loop whatever the mask holds."""
     token = _UNROLLED.set(True)
     try:
         yield

@@ -126,8 +126,8 @@ def lstm_sequence(layer, inputs, mask):
 def cell_loop(encoder, inputs, mask, training=None):
     """`encoder(inputs, mask=mask, training=training)` for a Keras RNN layer (or a
     `Bidirectional` of two, concatenated) returning sequences and states, by a Python loop
-    that calls its cell at every step: `[sequence, *states]`. The loop `torch.export`
-    unrolls over a fixed source length."""
+    that calls its cell at every step: `[sequence, *states]`. The loop that `torch.export`
+    and LiteRT unroll over a fixed source length."""
     if isinstance(encoder, keras.layers.Bidirectional):
         forward, *forward_states = _cell_sequence(encoder.forward_layer, inputs, mask, training)
         backward, *backward_states = _cell_sequence(encoder.backward_layer, inputs, mask, training)

@@ -155,8 +155,9 @@ def portable_writes():
 
 def decoding_loop(cond, body, loop_vars, steps):
     """`ops.while_loop(cond, body, loop_vars, maximum_iterations=steps)`; within
-    `loops.unrolled` (traced for `torch.export`), `body` applied `steps` times, with no early
-    exit (a Python integer there: the prompt's length and the start index are static).
+    `loops.unrolled` (traced for `torch.export` or LiteRT), `body` applied `steps` times,
+    with no early exit (a Python integer there: the prompt's length and the start index are
+    static).
 
     Both give the same ids: a sampler's step leaves a row that has ended as it is (it must
     already, for the rows that end before the others), and the generator pads every position

@@ -281,9 +281,7 @@ class BeamSearchSampler(Sampler):
         if self.needs_attention:
             scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
             order = top_k_indices(scores, beams)
-            rows = ops.reshape(order + ops.arange(batch_size, dtype="int32")[:, None] * beams, [-1])
-            length = ops.shape(prompt)[-1]
-            prompts = ops.reshape(ops.take(prompt, rows, axis=0), (-1, beams, length))
+            prompts = take_along_rows(prompts, order)
             scores = take_along_rows(scores, order)
         if self.return_all_beams:
             return prompts, scores
