@@ -425,13 +425,12 @@ class GenerationMixin:
             )
         if text:
             check_text_export(self, format)
-        check_export_format(format)
         if source_length is not None:
             source_length = check_integer("source_length", source_length, minimum=1)
             if text:
                 raise ValueError(
                     "Invalid value for argument source_length: a text SavedModel takes texts "
-                    "of any length. Received: source_length={source_length} with text=True"
+                    f"of any length. Received: source_length={source_length} with text=True"
                 )
         elif format in UNROLLED_FORMATS:
             raise ValueError(
@@ -439,6 +438,7 @@ class GenerationMixin:
                 "of one length (the encoder's loop is unrolled over it): give the longest to "
                 "serve, and pad shorter sources with 0. Received: source_length=None"
             )
+        check_export_format(format)
         generator, _ = get_generator(self, max_length, **kwargs)
         if format != "tf_saved_model":
             check_loop_sampler(generator.sampler, format)

@@ -393,6 +393,8 @@ def test_text_export_refuses_what_it_cannot_write(tmp_path):
     model = subword_model()
     with pytest.raises(ValueError, match="SavedModel only.*text=True with format='onnx'"):
         model.export_generator(str(tmp_path / "t.onnx"), MAX_LENGTH, format="onnx", text=True)
+    with pytest.raises(ValueError, match="Received: source_length=7 with text=True"):
+        model.export_generator(str(tmp_path / "t"), MAX_LENGTH, text=True, source_length=7)
     with pytest.raises(ValueError, match="Received: text='yes'"):
         model.export_generator(str(tmp_path / "t"), MAX_LENGTH, text="yes")
     bare = spread_model()
