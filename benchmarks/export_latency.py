@@ -1,7 +1,7 @@
 """Latency of the exported decoding loop in each runtime against `generate`, and the
 artifacts' sizes, in one process: on TensorFlow the SavedModel, the ONNX file and the LiteRT
-file, on torch the `torch.export` program (LiteRT and torch unrolled: `max_length` steps,
-sources padded to 30 tokens).
+file, on torch the `torch.export` program and the ONNX file written from it (LiteRT and
+torch's unrolled: `max_length` steps, sources padded to 30 tokens).
 
     KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/export_latency.py
     KERAS_BACKEND=torch .venv/bin/python benchmarks/export_latency.py
@@ -50,6 +50,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=3, help="calls per runtime and round")
+    parser.add_argument(
+        "--decoding", choices=list(DECODINGS), action="append", help="default: every one"
+    )
     args = parser.parse_args()
     import keras
 
@@ -57,13 +60,14 @@ def main():
     from keras_luong import LuongSeq2Seq
 
     if keras.backend.backend() not in ("tensorflow", "torch"):
-        sys.exit("Run with KERAS_BACKEND=tensorflow (SavedModel, ONNX) or torch (torch.export).")
+        sys.exit("Run with KERAS_BACKEND=tensorflow (SavedModel, ONNX, LiteRT) or torch.")
     keras.utils.set_random_seed(0)
     model = LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)
     data = sources()
     model((data["1 sentence"], data["1 sentence"]))
     with tempfile.TemporaryDirectory() as folder:
-        for name, beam in DECODINGS.items():
+        for name in args.decoding or DECODINGS:
+            beam = DECODINGS[name]
             sampler = "greedy" if beam is None else keras_luong.BeamSearchSampler(**beam)
             time_decoding(model, name, {"sampler": sampler}, data, folder, args)
 
@@ -109,25 +113,39 @@ def tensorflow_runtimes(model, name, decoding, folder):
 
 
 def torch_runtimes(model, name, decoding, folder):
-    """The `torch.export` program, loaded by torch, and its size; its export time printed."""
+    """The `torch.export` program, loaded by torch, and the ONNX file written from torch, run
+    by onnxruntime; their sizes, and their export times printed."""
     import time
 
+    import onnxruntime
     import torch
 
-    path = os.path.join(folder, name.replace(" ", "") + ".pt2")
-    start = time.perf_counter()
-    model.export_generator(
-        path, MAX_LENGTH, format="torch", source_length=SOURCE_LENGTH, **decoding
-    )
-    print(f"\n{name}: torch export {time.perf_counter() - start:.0f} s")
-    program = torch.export.load(path).module()
+    paths = {}
+    for format, suffix in (("torch", ".pt2"), ("onnx", ".onnx")):
+        paths[format] = os.path.join(folder, name.replace(" ", "") + suffix)
+        start = time.perf_counter()
+        model.export_generator(
+            paths[format], MAX_LENGTH, format=format, source_length=SOURCE_LENGTH, **decoding
+        )
+        print(f"\n{name}: {format} export {time.perf_counter() - start:.0f} s")
+    program = torch.export.load(paths["torch"]).module()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    session = onnxruntime.InferenceSession(paths["onnx"], options)
+
+    def padded(source):
+        return np.pad(source, [(0, 0), (0, SOURCE_LENGTH - source.shape[1])])
 
     def run(source):
-        padded = np.pad(source, [(0, 0), (0, SOURCE_LENGTH - source.shape[1])])
         with torch.no_grad():
-            return program(torch.from_numpy(padded)).numpy()
+            return program(torch.from_numpy(padded(source))).numpy()
 
-    return {"torch.export": run}, {"torch.export": size_of(path)}
+    runtimes = {
+        "torch.export": run,
+        "onnxruntime": lambda s: session.run(None, {"source": padded(s)})[0],
+    }
+    sizes = {"torch.export": size_of(paths["torch"]), "ONNX": size_of(paths["onnx"])}
+    return runtimes, sizes
 
 
 def time_decoding(model, name, decoding, data, folder, args):

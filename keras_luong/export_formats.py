@@ -2,6 +2,9 @@
 hold, and what a `torch.export` declares. Not layer code: the export path imports the
 backend it exports with (torch for `format="torch"`) when it is called."""
 
+import os
+import tempfile
+
 import keras
 
 from keras_luong import samplers
@@ -17,12 +20,13 @@ def torch_batch_dimension():
 # The formats `export_generator` writes, and the backends each is written from.
 EXPORT_FORMATS = {
     "tf_saved_model": ("tensorflow", "jax"),
-    "onnx": ("tensorflow",),
+    "onnx": ("tensorflow", "torch"),
     "litert": ("tensorflow",),
     "torch": ("torch",),
 }
 # The formats whose artifact holds no loop of data-dependent length: the decoding loop is
-# unrolled (`loops.unrolled`) and the source length fixed (`source_length`).
+# unrolled (`loops.unrolled`) and the source length fixed (`source_length`). So is ONNX
+# written from torch, which translates the `torch.export` program.
 UNROLLED_FORMATS = ("litert", "torch")
 # Keras' other formats, and why the decoding loop does not go there.
 UNEXPORTABLE_FORMATS = {
@@ -32,8 +36,6 @@ UNEXPORTABLE_FORMATS = {
 BACKEND_REASONS = {
     ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, which keras-luong neither "
     "installs nor tests with its decoding loop",
-    ("torch", "onnx"): "torch's ONNX exporter traces one path through the decoding loop, "
-    "fixing its number of steps",
     ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
     ("tensorflow", "torch"): "torch.export traces torch's own operations",
     ("jax", "litert"): "Keras writes LiteRT from TensorFlow and torch",
@@ -41,6 +43,79 @@ BACKEND_REASONS = {
     "keras-luong neither installs nor tests with its decoding loop",
     ("jax", "torch"): "torch.export traces torch's own operations",
 }
+
+
+def is_unrolled(format):
+    """Whether `format`, written from this backend, holds the unrolled loop."""
+    return format in UNROLLED_FORMATS or (format == "onnx" and keras.backend.backend() == "torch")
+
+
+def export_torch_program(generator, filepath, input_signature):
+    """Writes the generator's `torch.export` program (the batch dynamic), each weight stored
+    once. Keras' torch export reads each variable's tensor, which `torch.export` lifts as a
+    constant beside the parameter it also stores, so every weight was stored twice: each
+    constant equal to a parameter is replaced by that parameter (equal values, so the
+    program computes the same) before the file is written again."""
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    generator.export(
+        filepath,
+        format="torch",
+        input_signature=input_signature,
+        verbose=False,
+        dynamic_shapes={0: torch_batch_dimension()},
+    )
+    program = torch.export.load(filepath)
+    signature = program.graph_signature
+    parameters = [s for s in signature.input_specs if s.kind == InputKind.PARAMETER]
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+
+    def parameter_equal_to(value):
+        for spec in parameters:
+            weight = program.state_dict[spec.target]
+            if weight.shape == value.shape and weight.dtype == value.dtype:
+                if torch.equal(weight.detach(), value):
+                    return spec
+        return None
+
+    for spec in parameters:  # a served program computes no gradients (nor its outputs')
+        program.state_dict[spec.target].requires_grad_(False)
+    kept = []
+    for spec in signature.input_specs:
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            parameter = parameter_equal_to(program.constants[spec.target])
+            if parameter is not None:
+                node = placeholders[spec.arg.name]
+                node.replace_all_uses_with(placeholders[parameter.arg.name])
+                program.graph.erase_node(node)
+                del program.constants[spec.target]
+                continue
+        kept.append(spec)
+    signature.input_specs[:] = kept
+    program.graph_module.recompile()
+    torch.export.save(program, filepath)
+
+
+def export_onnx_from_torch(generator, filepath, input_signature):
+    """Writes the generator's ONNX file from torch, one file: its `torch.export` program (the
+    loop unrolled, the batch dynamic) translated by torch's ONNX exporter (onnxscript)."""
+    import torch
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "generator.pt2")
+        export_torch_program(generator, path, input_signature)
+        program = torch.export.load(path)
+    outputs = ["ids", "scores"][: len(program.graph_signature.user_outputs)]
+    torch.onnx.export(
+        program,
+        f=filepath,
+        dynamo=True,
+        external_data=False,
+        verbose=False,
+        input_names=["source"],
+        output_names=outputs,
+    )
 
 
 def check_export_format(format):
@@ -72,20 +147,21 @@ def check_loop_sampler(sampler, format):
     cannot hold: keras-hub's write each token by an XLA update slice, which has no ONNX op,
     and run a while loop, which is not unrolled for `torch.export` or LiteRT."""
     if format == "onnx":
+        converter = "onnxscript" if keras.backend.backend() == "torch" else "tf2onnx"
         try:
             import onnx  # noqa: F401
-            import tf2onnx  # noqa: F401
+
+            __import__(converter)
         except ImportError as error:
             raise ImportError(
-                "export_generator(format='onnx') needs tf2onnx and onnx: "
-                "pip install 'keras-luong[export]'"
+                f"export_generator(format='onnx') needs {converter} and onnx on "
+                f"{keras.backend.backend()}: pip install 'keras-luong[export]'"
             ) from error
     if not isinstance(sampler, samplers.Sampler):
-        why = {
-            "onnx": "writes each token with an XLA update slice, which ONNX has no op for",
-            "torch": "runs a while loop of data-dependent length, which torch.export cannot hold",
-            "litert": "runs a while loop of data-dependent length, which is not unrolled",
-        }[format]
+        if is_unrolled(format):
+            why = f"runs a while loop of data-dependent length, which {format} cannot hold"
+        else:
+            why = "writes each token with an XLA update slice, which ONNX has no op for"
         raise ValueError(
             f"Invalid value for argument sampler: format={format!r} takes keras-luong's "
             "samplers (GreedySampler, BeamSearchSampler), whose loops it holds; "

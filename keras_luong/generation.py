@@ -11,10 +11,11 @@ from keras_luong import samplers
 from keras_luong.batching import length_sorted_batches
 from keras_luong.checks import check_integer, check_texts, check_token_ids
 from keras_luong.export_formats import (
-    UNROLLED_FORMATS,
     check_export_format,
     check_loop_sampler,
-    torch_batch_dimension,
+    export_onnx_from_torch,
+    export_torch_program,
+    is_unrolled,
 )
 from keras_luong.generator import (  # noqa: F401 (their home before generator.py)
     MAX_LENGTH,
@@ -380,9 +381,11 @@ class GenerationMixin:
         - `"tf_saved_model"` (from TensorFlow and JAX): a SavedModel folder whose `serve`
           signature maps int32 source ids `(batch, S)` to target ids `(batch, max_length)`;
           TensorFlow (or TensorFlow Serving) runs it.
-        - `"onnx"` (from TensorFlow): an ONNX file with the same input and output, which
-          onnxruntime runs. Needs `tf2onnx` and `onnx` (`pip install keras-luong[export]`),
-          and one of keras-luong's samplers.
+        - `"onnx"` (from TensorFlow and torch): an ONNX file with the same input and output,
+          which onnxruntime runs. Needs `onnx` and the backend's converter, `tf2onnx` or
+          `onnxscript` (`pip install keras-luong[export]`), and one of keras-luong's
+          samplers. From torch, it is the `torch.export` program below, translated: its
+          loop unrolled and its source length fixed.
         - `"litert"` (from TensorFlow): a `.tflite` file of LiteRT's builtin ops, which
           LiteRT's interpreter (`ai_edge_litert`) runs on int32 source ids `(batch,
           source_length)`.
@@ -415,7 +418,7 @@ class GenerationMixin:
             text: Whether the SavedModel takes and returns strings. Defaults to `False`
                 (ids). Needs `tensorflow-text` (`pip install keras-luong[export]`).
             source_length: The source length the artifact takes, or `None` (the default)
-                for any; `"litert"` and `"torch"` need it.
+                for any; `"litert"`, `"torch"` and `"onnx"` from torch need it.
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
                 `stop_token_ids`.
         """
@@ -432,9 +435,10 @@ class GenerationMixin:
                     "Invalid value for argument source_length: a text SavedModel takes texts "
                     f"of any length. Received: source_length={source_length} with text=True"
                 )
-        elif format in UNROLLED_FORMATS:
+        elif is_unrolled(format):
             raise ValueError(
-                f"Invalid value for argument source_length: format={format!r} takes sources "
+                f"Invalid value for argument source_length: format={format!r} (from "
+                f"{keras.backend.backend()}) takes sources "
                 "of one length (the encoder's loop is unrolled over it): give the longest to "
                 "serve, and pad shorter sources with 0. Received: source_length=None"
             )
@@ -450,24 +454,28 @@ class GenerationMixin:
             # reverse mode, which a while loop has none of (beam scores are float outputs).
             options["jax2tf_kwargs"] = {"with_gradient": False}
         contexts = []  # what the loops are traced within
-        if format in ("onnx", "litert"):
+        if format in ("onnx", "litert") and keras.backend.backend() == "tensorflow":
             contexts.append(portable_writes)
-        if format in UNROLLED_FORMATS:
+        if is_unrolled(format):
             contexts.append(unrolled)
-        if format == "torch":
-            options["dynamic_shapes"] = {0: torch_batch_dimension()}
+        input_signature = [keras.InputSpec(shape=(None, source_length), dtype="int32")]
 
         def export_ids(path):
             with contextlib.ExitStack() as stack:
                 for context in contexts:
                     stack.enter_context(context())
-                generator.export(
-                    path,
-                    format=format,
-                    input_signature=[keras.InputSpec(shape=(None, source_length), dtype="int32")],
-                    verbose=False,
-                    **options,
-                )
+                if format == "torch":
+                    export_torch_program(generator, path, input_signature)
+                elif format == "onnx" and keras.backend.backend() == "torch":
+                    export_onnx_from_torch(generator, path, input_signature)
+                else:
+                    generator.export(
+                        path,
+                        format=format,
+                        input_signature=input_signature,
+                        verbose=False,
+                        **options,
+                    )
 
         if text:
             export_text_saved_model(self, filepath, export_ids)

@@ -5,6 +5,7 @@ from keras_luong.alignments import register_alignment
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import check_integer, check_number, check_one_of, check_step
+from keras_luong.loops import take_rows
 from keras_luong.scores import project
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".
@@ -267,10 +268,10 @@ class LocalAttention(BaseLuongAttention):
         flat_index = index + ops.reshape(
             ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
         )
-        value_window = ops.take(memory["flat_value"], flat_index, axis=0)
+        value_window = take_rows(memory["flat_value"], flat_index)
         keys_window = self.window_keys(value_window)
         if "flat_mask" in memory:
-            inside = ops.logical_and(inside, ops.take(memory["flat_mask"], flat_index, axis=0))
+            inside = ops.logical_and(inside, take_rows(memory["flat_mask"], flat_index))
 
         weights = self.masked_softmax(self.score(self.window_query(query), keys_window), inside)
         if self.alignment == "predictive":

@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import math
 
 import keras
 from keras import ops
@@ -30,6 +31,18 @@ def unrolling():
     return _UNROLLED.get()
 
 
+def take_rows(x, rows):
+    """The rows of `x` `(n, ...)` at the int32 indices `rows` (of any shape): `(*rows.shape,
+    ...)`, `ops.take(x, rows, axis=0)`. Within `unrolled`, a gather of a matrix's rows:
+    Keras' torch `take` squeezes the gathered axis of any other, which torch's ONNX export
+    writes as a squeeze that fails on a dynamic axis above 1."""
+    if not unrolling():
+        return ops.take(x, rows, axis=0)
+    entry = tuple(x.shape[1:])
+    taken = ops.take(ops.reshape(x, (-1, math.prod(entry))), rows, axis=0)
+    return ops.reshape(taken, (-1, *rows.shape[1:], *entry))
+
+
 def take_along_rows(x, indices):
     """Each row's entries of `x` `(rows, n, ...)` at its int32 `indices` `(rows, k)`:
     `(rows, k, ...)`, `ops.take_along_axis` along axis 1 (an entry being a slice where `x`
@@ -41,8 +54,7 @@ def take_along_rows(x, indices):
             indices = ops.expand_dims(indices, -1)
         return ops.take_along_axis(x, indices, axis=1)
     offsets = ops.arange(ops.shape(indices)[0], dtype="int32")[:, None] * ops.shape(x)[1]
-    flat = ops.reshape(x, (-1, *x.shape[2:]))
-    return ops.take(flat, indices + offsets, axis=0)
+    return take_rows(ops.reshape(x, (-1, *x.shape[2:])), indices + offsets)
 
 
 def same_class(obj, cls):

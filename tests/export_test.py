@@ -4,6 +4,7 @@ no Keras in it, giving `generate`'s ids for a batch with padding; and the refusa
 import json
 import sys
 import textwrap
+import zipfile
 
 import keras
 import numpy as np
@@ -30,18 +31,20 @@ def spread_model():
     return model
 
 
-# Where each format is written, and the file it is written to.
+# The backends each format is written from, and the file it is written to.
 WRITTEN_ON = {
-    "onnx": ("tensorflow", "generator.onnx"),
-    "litert": ("tensorflow", "generator.tflite"),
-    "torch": ("torch", "generator.pt2"),
+    "onnx": (("tensorflow", "torch"), "generator.onnx"),
+    "litert": (("tensorflow",), "generator.tflite"),
+    "torch": (("torch",), "generator.pt2"),
 }
 
 
-def export_artifact(model, tmp_path, format, decoding, **options):
-    """The model's artifact: written here on the backend that writes `format`; from the
-    others by the documented route, a `.keras` file loaded and exported on that backend."""
-    backend, name = WRITTEN_ON[format]
+def export_artifact(model, tmp_path, format, decoding, backend=None, **options):
+    """The model's artifact, written on `backend` (by default this one where it writes
+    `format`, else the first that does): here, or by the documented route, a `.keras` file
+    loaded and exported on that backend."""
+    backends, name = WRITTEN_ON[format]
+    backend = backend or (BACKEND if BACKEND in backends else backends[0])
     path = str(tmp_path / name)
     if BACKEND == backend:
         model.export_generator(path, MAX_LENGTH, format=format, **options, **decoding)
@@ -125,7 +128,9 @@ def run_artifact(path, tmp_path, source, format):
 
 
 def export_onnx(model, tmp_path, decoding):
-    return export_artifact(model, tmp_path, "onnx", decoding)
+    """The ONNX file of a dynamic source length, written from TensorFlow (from torch, with
+    its source length fixed, in the unrolled tests below)."""
+    return export_artifact(model, tmp_path, "onnx", decoding, backend="tensorflow")
 
 
 def run_onnx(path, tmp_path, source):
@@ -174,12 +179,18 @@ def padded(source, length=SOURCE_LENGTH):
     return np.pad(source, [(0, 0), (0, length - source.shape[1])])
 
 
-@pytest.mark.parametrize("format", ["litert", "torch"])
+# The formats of a fixed source length: LiteRT's and torch's unrolled loops, and ONNX
+# where this backend writes it (from torch, the unrolled loop; from TensorFlow, its own).
+FIXED_LENGTH_FORMATS = ["litert", "torch"] + (["onnx"] if BACKEND != "jax" else [])
+
+
+@pytest.mark.parametrize("format", FIXED_LENGTH_FORMATS)
 @pytest.mark.parametrize(
     "sampler", ["greedy", BeamSearchSampler(3, length_penalty=0.6)], ids=["greedy", "beam"]
 )
 def test_unrolled_program_decodes_like_generate(tmp_path, sampler, format):
-    """The unrolled loop of the `.tflite` and `.pt2` files gives generate's ids, for sources
+    """The unrolled loop of the `.tflite`, `.pt2` and torch's `.onnx` files gives generate's
+    ids, for sources
     padded to its length, with a dynamic batch. The stop token is one the second row
     generates early and the first never: the loop that stops early leaves rows that ended
     before the last step, while the unrolled one runs every step and pads each row after its
@@ -198,9 +209,35 @@ def test_unrolled_program_decodes_like_generate(tmp_path, sampler, format):
     np.testing.assert_array_equal(
         one, model.generate(SOURCE[:1, :3], max_length=MAX_LENGTH, **decoding)
     )
+    if format != "litert":  # its flatbuffer holds the weights and the graph alike
+        assert stored_tensor_bytes(path, format) < 1.25 * weight_bytes(model)
 
 
-@pytest.mark.parametrize("format", ["litert", "torch"])
+def weight_bytes(model):
+    return sum(np.prod(w.shape) * 4 for w in model.weights if w.dtype == "float32")
+
+
+def stored_tensor_bytes(path, format):
+    """The bytes of the tensors an artifact stores, in the file itself: the weights, stored
+    once, and the graph's few small constants."""
+    if format == "onnx":
+        import onnx
+        from onnx.external_data_helper import uses_external_data
+
+        graph = onnx.load(path, load_external_data=False).graph
+        assert not any(uses_external_data(t) for t in graph.initializer)  # one file
+        tensors = list(graph.initializer)
+        tensors += [a.t for n in graph.node if n.op_type == "Constant" for a in n.attribute]
+        return sum(onnx.numpy_helper.to_array(t).nbytes for t in tensors)
+    if format == "torch":
+        with zipfile.ZipFile(path) as archive:
+            stored = [i for i in archive.infolist() if "/data/weights/" in i.filename]
+            stored += [i for i in archive.infolist() if "/data/constants/" in i.filename]
+            return sum(i.file_size for i in stored if not i.filename.endswith(".json"))
+    raise ValueError(format)
+
+
+@pytest.mark.parametrize("format", FIXED_LENGTH_FORMATS)
 def test_unrolled_program_returns_every_beam_with_its_score(tmp_path, format):
     model = spread_model()
     sampler = BeamSearchSampler(3, return_all_beams=True, no_repeat_ngram_size=1)
@@ -225,13 +262,14 @@ def test_source_length_fixes_the_saved_model_input(tmp_path):
     np.testing.assert_array_equal(ids, model.generate(SOURCE, max_length=MAX_LENGTH))
 
 
-@pytest.mark.parametrize("format", ["litert", "torch"])
-def test_unrolled_formats_refuse_what_they_cannot_hold(tmp_path, format):
-    backend, name = WRITTEN_ON[format]
+@pytest.mark.parametrize(
+    "format, backend", [("litert", "tensorflow"), ("torch", "torch"), ("onnx", "torch")]
+)
+def test_unrolled_formats_refuse_what_they_cannot_hold(tmp_path, format, backend):
     if BACKEND != backend:
-        pytest.skip(f"{format} is written from {backend}")
+        pytest.skip(f"{format} is written with its loop unrolled from {backend}")
     model = spread_model()
-    path = str(tmp_path / name)
+    path = str(tmp_path / WRITTEN_ON[format][1])
     with pytest.raises(ValueError, match="give the longest.*Received: source_length=None"):
         model.export_generator(path, MAX_LENGTH, format=format)
     with pytest.raises(ValueError, match="Received: source_length=0"):
@@ -259,7 +297,7 @@ def test_formats_the_loop_cannot_go_to_are_refused(tmp_path, format, message):
 def test_a_format_this_backend_cannot_write_says_where_to_export():
     written = {
         "tf_saved_model": ("tensorflow", "jax"),
-        "onnx": ("tensorflow",),
+        "onnx": ("tensorflow", "torch"),
         "litert": ("tensorflow",),
         "torch": ("torch",),
     }
@@ -271,7 +309,7 @@ def test_a_format_this_backend_cannot_write_says_where_to_export():
         assert f"Received: format={format!r} on {BACKEND}" in str(info.value)
 
 
-@pytest.mark.skipif(BACKEND != "tensorflow", reason="ONNX is written from TensorFlow")
+@pytest.mark.skipif(BACKEND == "jax", reason="ONNX is written from TensorFlow and torch")
 def test_onnx_refuses_a_keras_hub_sampler(tmp_path):
     keras_hub = pytest.importorskip("keras_hub")
     with pytest.raises(ValueError, match="sampler=GreedySampler"):
@@ -279,15 +317,19 @@ def test_onnx_refuses_a_keras_hub_sampler(tmp_path):
             str(tmp_path / "g.onnx"),
             MAX_LENGTH,
             format="onnx",
+            source_length=5,
             sampler=keras_hub.samplers.GreedySampler(),
         )
 
 
-@pytest.mark.skipif(BACKEND != "tensorflow", reason="ONNX is written from TensorFlow")
+@pytest.mark.skipif(BACKEND == "jax", reason="ONNX is written from TensorFlow and torch")
 def test_onnx_without_its_converter_names_the_extra(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tf2onnx", None)  # an import of it fails
-    with pytest.raises(ImportError, match=r"pip install 'keras-luong\[export\]'"):
-        spread_model().export_generator(str(tmp_path / "g.onnx"), MAX_LENGTH, format="onnx")
+    converter = "onnxscript" if BACKEND == "torch" else "tf2onnx"
+    monkeypatch.setitem(sys.modules, converter, None)  # an import of it fails
+    with pytest.raises(ImportError, match=rf"needs {converter} .*keras-luong\[export\]'"):
+        spread_model().export_generator(
+            str(tmp_path / "g.onnx"), MAX_LENGTH, format="onnx", source_length=5
+        )
 
 
 # Texts for the text SavedModel: seen words, an empty text, and symbols never seen.

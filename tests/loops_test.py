@@ -14,6 +14,7 @@ from keras_luong.loops import (
     same_class,
     step_call,
     take_along_rows,
+    take_rows,
     unless_full,
     unrolled,
 )
@@ -216,6 +217,24 @@ def test_take_along_rows_takes_numpy_entries(within):
     np.testing.assert_array_equal(ops.convert_to_numpy(got), np.take_along_axis(x, indices, 1))
     expected = np.stack([blocks[row, indices[row]] for row in range(4)])
     np.testing.assert_array_equal(ops.convert_to_numpy(sliced), expected)
+
+
+@pytest.mark.parametrize("within", [False, True], ids=["eager", "unrolled"])
+def test_take_rows_takes_numpy_rows(within):
+    """Within `unrolled` by a gather of a matrix's rows, outside by `ops.take`: both give
+    numpy's `take` along axis 0, for a vector, a matrix and a 3-D `x`, and indices of one or
+    two axes (repeats included)."""
+    rows = np.array([3, 0, 0, 2], "int32")
+    grid = np.array([[1, 1], [0, 3]], "int32")
+    for x in (
+        np.arange(4, dtype="float32") * 1.5,
+        np.arange(12, dtype="float32").reshape(4, 3),
+        np.arange(24, dtype="float32").reshape(4, 3, 2),
+    ):
+        for indices in (rows, grid):
+            with unrolled() if within else contextlib.nullcontext():
+                got = take_rows(ops.convert_to_tensor(x), ops.convert_to_tensor(indices))
+            np.testing.assert_array_equal(ops.convert_to_numpy(got), np.take(x, indices, 0))
 
 
 def test_same_class_sees_through_a_tracer_proxy_and_not_a_subclass():

@@ -5,7 +5,7 @@ import keras
 from keras import ops, tree
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
-from keras_luong.loops import take_along_rows
+from keras_luong.loops import take_along_rows, take_rows
 from keras_luong.samplers import penalties
 from keras_luong.samplers.base import Sampler, decoding_loop, is_any, write_column
 from keras_luong.samplers.top_k import top_k_indices
@@ -250,11 +250,11 @@ class BeamSearchSampler(Sampler):
             source_row = ops.reshape(chosen // vocabulary + first_rows, [-1])
             next_token = ops.reshape(chosen % vocabulary, [-1])
             chosen_logits = ops.reshape(take_along_rows(per_example(logits), chosen), [-1])
-            log_probs = chosen_logits + ops.take(offset, source_row, axis=0)
+            log_probs = chosen_logits + take_rows(offset, source_row)
 
             def gather_beams(x):
                 # Each new row is its source row's: one gather (no reshapes around it).
-                return ops.take(x, source_row, axis=0)
+                return take_rows(x, source_row)
 
             prompt = gather_beams(prompt)
             cache = tree.map_structure(gather_beams, cache) if has_cache else cache

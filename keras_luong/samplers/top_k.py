@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_luong.loops import take_along_rows
+from keras_luong.loops import take_along_rows, take_rows
 
 
 def top_k_indices(x, k):
@@ -70,7 +70,7 @@ def _top_k_rounds(x, k, positions, sentinel):
                 x = ops.where(ops.equal(columns, best), float("-inf"), x)
         best = ops.concatenate(indices, axis=1)
         if positions.shape[0] == 1:
-            return ops.take(positions[0], best)
+            return take_rows(positions[0], best)
         return take_along_rows(positions, best)
     for i in range(k):
         largest = ops.max(x, axis=-1, keepdims=True)
