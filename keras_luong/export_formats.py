@@ -1,5 +1,5 @@
 """Where `export_generator`'s formats are written from, the refusals of what a format cannot
-hold, and what a `torch.export` declares. Not layer code: the export path imports the
+hold, and the writing of torch's formats. Not layer code: the export path imports the
 backend it exports with (torch for `format="torch"`) when it is called."""
 
 import os
@@ -8,14 +8,6 @@ import tempfile
 import keras
 
 from keras_luong import samplers
-
-
-def torch_batch_dimension():
-    """The dynamic batch dimension of a `torch.export` (torch is the backend here)."""
-    import torch
-
-    return torch.export.Dim("batch", min=1)
-
 
 # The formats `export_generator` writes, and the backends each is written from.
 EXPORT_FORMATS = {
@@ -55,7 +47,7 @@ def export_torch_program(generator, filepath, input_signature):
     once. Keras' torch export reads each variable's tensor, which `torch.export` lifts as a
     constant beside the parameter it also stores, so every weight was stored twice: each
     constant equal to a parameter is replaced by that parameter (equal values, so the
-    program computes the same) before the file is written again."""
+    program computes the same) before the file is written again. Returns the program."""
     import torch
     from torch.export.graph_signature import InputKind
 
@@ -64,7 +56,7 @@ def export_torch_program(generator, filepath, input_signature):
         format="torch",
         input_signature=input_signature,
         verbose=False,
-        dynamic_shapes={0: torch_batch_dimension()},
+        dynamic_shapes={0: torch.export.Dim("batch", min=1)},
     )
     program = torch.export.load(filepath)
     signature = program.graph_signature
@@ -95,6 +87,7 @@ def export_torch_program(generator, filepath, input_signature):
     signature.input_specs[:] = kept
     program.graph_module.recompile()
     torch.export.save(program, filepath)
+    return program
 
 
 def export_onnx_from_torch(generator, filepath, input_signature):
@@ -104,8 +97,7 @@ def export_onnx_from_torch(generator, filepath, input_signature):
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "generator.pt2")
-        export_torch_program(generator, path, input_signature)
-        program = torch.export.load(path)
+        program = export_torch_program(generator, path, input_signature)
     outputs = ["ids", "scores"][: len(program.graph_signature.user_outputs)]
     torch.onnx.export(
         program,

@@ -253,7 +253,7 @@ class BeamSearchSampler(Sampler):
             log_probs = chosen_logits + take_rows(offset, source_row)
 
             def gather_beams(x):
-                # Each new row is its source row's: one gather (no reshapes around it).
+                # Each new row is its source row's: one gather.
                 return take_rows(x, source_row)
 
             prompt = gather_beams(prompt)
