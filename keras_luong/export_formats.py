@@ -26,13 +26,15 @@ UNEXPORTABLE_FORMATS = {
 }
 # Why a backend cannot write a format Keras writes from others.
 BACKEND_REASONS = {
-    ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, which keras-luong neither "
-    "installs nor tests with its decoding loop",
+    ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, whose 0.17 release cannot "
+    "convert the decoding loop: it has no reversed scan (the bidirectional encoder), and no "
+    "jnp.full or reshape of a dynamic batch (the beams' rows)",
     ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
     ("tensorflow", "torch"): "torch.export traces torch's own operations",
     ("jax", "litert"): "Keras writes LiteRT from TensorFlow and torch",
-    ("torch", "litert"): "Keras writes LiteRT from torch through litert-torch, which "
-    "keras-luong neither installs nor tests with its decoding loop",
+    ("torch", "litert"): "Keras writes LiteRT from torch through litert-torch, whose 0.10 "
+    "release fixes the batch at 1, cannot convert beam search's gather of integer rows, and "
+    "pins typing-extensions below 4.13 (jupyter_client 8.10 needs 4.13)",
     ("jax", "torch"): "torch.export traces torch's own operations",
 }
 
