@@ -103,9 +103,14 @@ class Ensemble(GenerationMixin, keras.Model):
     def next_token_logits(
         self, token, states, memory, step, return_attention_scores=False, logits_bias=None
     ):
-        """One step of every member from the previous token: the combined log-probabilities
-        `(rows, V)` in float32 (plus `logits_bias`), the first member's hidden state, every
-        member's new states (one flat list), and the weighted mean attention if asked for."""
+        """One step of every member from the previous token: the logits `(rows, V)` of the
+        combination in float32 (plus `logits_bias`), the first member's hidden state, every
+        member's new states (one flat list), and the weighted mean attention if asked for.
+        With `combine="log_probabilities"` these are the members' logits weighted and summed:
+        their log-softmax is the combination, as the samplers normalise it (a member's
+        log-softmax differs from its logits by one number per row), and a step of beam
+        search makes no log-softmax of its own (an ensemble of one took 1.28x its member's
+        time with one; benchmarks/ensemble_overhead.py)."""
         states = list(states)
         outputs, new_states, hidden, start = [], [], None, 0
         for member, member_memory, count in zip(
@@ -122,7 +127,7 @@ class Ensemble(GenerationMixin, keras.Model):
             hidden = member_hidden if hidden is None else hidden
             new_states.extend(member_states)
             outputs.append((logits, *weights))
-        combined, attention = self.combined(outputs)
+        combined, attention = self.combined(outputs, normalized=False)
         if logits_bias is not None:
             combined = combined + logits_bias
         result = (combined, hidden, new_states)
@@ -143,16 +148,20 @@ class Ensemble(GenerationMixin, keras.Model):
         combined, attention = self.combined(outputs)
         return (combined, attention) if return_attention_scores else combined
 
-    def combined(self, outputs):
+    def combined(self, outputs, normalized=True):
         """`(log-probabilities, attention or None)` from each member's `(logits, [attention])`
-        in order: the combination of `combine`, in float32, and the weighted mean attention."""
+        in order: the combination of `combine`, in float32, and the weighted mean attention.
+        Not `normalized`, the weighted mean of log-probabilities is that of the logits (it
+        differs by one number per row)."""
         terms, attention = [], None
         for (logits, *weights), weight in zip(outputs, self.member_weights, strict=True):
-            log_probabilities = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+            logits = ops.cast(logits, "float32")
             if self.combine == "log_probabilities":
-                terms.append(weight * log_probabilities)
+                if normalized:
+                    logits = ops.log_softmax(logits, axis=-1)
+                terms.append(weight * logits)
             else:
-                terms.append(log_probabilities + math.log(weight))
+                terms.append(ops.log_softmax(logits, axis=-1) + math.log(weight))
             if weights:
                 weighted = weight * ops.cast(weights[0], "float32")
                 attention = weighted if attention is None else attention + weighted

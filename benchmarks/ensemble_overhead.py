@@ -1,0 +1,70 @@
+"""What decoding an `Ensemble` costs over decoding its members one after another, step for
+step: the ensemble's time over the sum of its members' times, in one run.
+
+    KERAS_BACKEND=jax .venv/bin/python benchmarks/ensemble_overhead.py
+
+`--members` models of the translation page's size (`LuongSeq2Seq(8000, 8000, units=256,
+embedding_dim=128)`, one seed each) decode a batch of 64 sentences of 10-30 tokens, each
+member alone and all of them as one `Ensemble`, with greedy search and with beam 5 (length
+penalty 1.0). No stop token (`stop_token_ids=None`): every decoder runs all `--max-length`
+steps, so the ratio compares the same work, where trained models' outputs (and so their
+steps) differ from their ensemble's. Every decoder is compiled first, then timed in rounds
+whose order alternates (medians).
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from compare_checkouts import interleaved_medians  # noqa: E402
+from export_latency import sources  # noqa: E402
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=4)
+    parser.add_argument("--max-length", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    import keras
+
+    from keras_luong import BeamSearchSampler, Ensemble, LuongSeq2Seq
+
+    batch = sources()["64 sentences"]
+    members = []
+    for seed in range(args.members):
+        keras.utils.set_random_seed(seed)
+        member = LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)
+        member((batch[:1], batch[:1, :2]))
+        members.append(member)
+    decoders = {f"member {i}": m for i, m in enumerate(members)}
+    decoders["ensemble"] = Ensemble(members)
+    cases = {"greedy": "greedy", "beam 5": BeamSearchSampler(5, length_penalty=1.0)}
+
+    def decode(decoder, sampler):
+        return lambda: decoder.generate(
+            batch, args.max_length, stop_token_ids=None, sampler=sampler
+        )
+
+    versions = {
+        name: {case: decode(decoder, sampler) for case, sampler in cases.items()}
+        for name, decoder in decoders.items()
+    }
+    medians = interleaved_medians(versions, list(cases), args.rounds, calls=1)
+    print(
+        f"backend {keras.backend.backend()}, {args.members} members, 64 sentences, "
+        f"{args.max_length} steps, medians of {args.rounds} rounds (ms)"
+    )
+    print("| decoding | " + " | ".join(decoders) + " | members' sum | ensemble over the sum |")
+    print("|---|" + "---:|" * (len(decoders) + 2))
+    for case in cases:
+        times = [medians[(name, case)] * 1e3 for name in decoders]
+        total = sum(times[:-1])
+        cells = " | ".join(f"{t:.0f}" for t in times)
+        print(f"| {case} | {cells} | {total:.0f} | {times[-1] / total:.3f} |")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
