@@ -28,7 +28,7 @@ UNEXPORTABLE_FORMATS = {
 BACKEND_REASONS = {
     ("jax", "onnx"): "Keras writes ONNX from JAX through jax2onnx, whose 0.17 release cannot "
     "convert the decoding loop: it has no reversed scan (the bidirectional encoder), and no "
-    "jnp.full or reshape of a dynamic batch (the beams' rows)",
+    "jnp.full or reshape over a dynamic batch, which the loop has throughout",
     ("torch", "tf_saved_model"): "a SavedModel is traced by TensorFlow or jax2tf",
     ("tensorflow", "torch"): "torch.export traces torch's own operations",
     ("jax", "litert"): "Keras writes LiteRT from TensorFlow and torch",
