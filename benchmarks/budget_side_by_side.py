@@ -201,16 +201,9 @@ def run_keras(args, engine):
     command += ["--worker", "keras", "--workdir", args.workdir, "--minutes", str(args.minutes)]
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
-    done = subprocess.run(
-        command,
-        env=side.thread_env(engine, args.threads),
-        capture_output=True,
-        text=True,
-        check=False,
+    return side.worker_result(
+        command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )
-    if done.returncode:
-        raise RuntimeError(f"keras-luong on {engine} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- OpenNMT-py

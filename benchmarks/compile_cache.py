@@ -18,7 +18,6 @@ excess over the second is the compiling. Run nothing else beside it.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +25,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+from opennmt_side_by_side import worker_result  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -86,10 +87,7 @@ def run(args, vocabulary_path, cache):
     command += ["--train-pairs", str(args.train_pairs), "--valid-pairs", str(args.valid_pairs)]
     if args.data:
         command += ["--data", args.data]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(f"the worker failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return worker_result(command, env, "the worker")
 
 
 def main(argv=None):

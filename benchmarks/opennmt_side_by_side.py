@@ -261,14 +261,17 @@ def run_keras(args, engine, threads):
     command = [*pinned(threads), sys.executable, os.path.abspath(__file__), "--worker", "keras"]
     command += ["--workdir", args.workdir, "--epochs", str(args.epochs), "--seed", str(args.seed)]
     started = time.perf_counter()
-    done = subprocess.run(
-        command, env=thread_env(engine, threads), capture_output=True, text=True, check=False
-    )
-    if done.returncode:
-        raise RuntimeError(f"keras-luong on {engine} failed:\n{done.stderr[-3000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = worker_result(command, thread_env(engine, threads), f"keras-luong on {engine}")
     result["wall_seconds"] = time.perf_counter() - started
     return result
+
+
+def worker_result(command, env, name):
+    """Runs a worker process; the JSON it prints on its last line (its error, if it fails)."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- OpenNMT-py

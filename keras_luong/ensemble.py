@@ -108,9 +108,8 @@ class Ensemble(GenerationMixin, keras.Model):
         member's new states (one flat list), and the weighted mean attention if asked for.
         With `combine="log_probabilities"` these are the members' logits weighted and summed:
         their log-softmax is the combination, as the samplers normalise it (a member's
-        log-softmax differs from its logits by one number per row), and a step of beam
-        search makes no log-softmax of its own (an ensemble of one took 1.28x its member's
-        time with one; benchmarks/ensemble_overhead.py)."""
+        log-softmax differs from its logits by one number per row), so a step makes no
+        log-softmax per member (`benchmarks/ensemble_overhead.py`)."""
         states = list(states)
         outputs, new_states, hidden, start = [], [], None, 0
         for member, member_memory, count in zip(
@@ -151,8 +150,9 @@ class Ensemble(GenerationMixin, keras.Model):
     def combined(self, outputs, normalized=True):
         """`(log-probabilities, attention or None)` from each member's `(logits, [attention])`
         in order: the combination of `combine`, in float32, and the weighted mean attention.
-        Not `normalized`, the weighted mean of log-probabilities is that of the logits (it
-        differs by one number per row)."""
+        With `combine="log_probabilities"` and not `normalized`, the weighted sum of the
+        logits instead (it differs by one number per row); `"probabilities"` always
+        normalises each member."""
         terms, attention = [], None
         for (logits, *weights), weight in zip(outputs, self.member_weights, strict=True):
             logits = ops.cast(logits, "float32")
