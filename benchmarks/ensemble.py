@@ -29,7 +29,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="folder of the Multi30k files (default: download)")
     parser.add_argument("--members", type=int, default=4)
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--average", type=int, default=2, help="last epochs averaged")
     parser.add_argument("--beams", type=int, default=5)
     parser.add_argument("--length-penalty", type=float, default=1.0)
