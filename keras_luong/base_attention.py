@@ -333,6 +333,11 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         """Refuses a source the layer cannot attend to (a no-op here; `GlobalAttention`'s
         `"location"` score has a longest source)."""
 
+    @property
+    def longest_source(self):
+        """The most source positions the layer attends over, or `None` (any number)."""
+        return None
+
     def get_config(self):
         config = super().get_config()
         config.update(

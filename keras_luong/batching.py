@@ -198,6 +198,13 @@ class BucketedBatches(keras.utils.PyDataset):
                 self._largest_ids = (source, max(target, ends))
         return self._largest_ids
 
+    @property
+    def longest_length(self):
+        """The padded length of the longest batches (their bucket's length): checked by
+        `LuongSeq2Seq.fit` and `evaluate` against an attention with a longest source (the
+        `"location"` score's `max_source_length`) before training."""
+        return int(self.buckets[0][0])
+
     def __len__(self):
         return len(self.batches)
 

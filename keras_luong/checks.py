@@ -230,7 +230,9 @@ class TokenIdChecks:
     def _check_data(self, x, y=None, batches=True):
         """Checks the token ids of `(source, target_in)` and `y` given as arrays, of a batch
         source that knows its largest ids, and (with `batches`) of the first batch of
-        another batch source of `(inputs, targets)`."""
+        another batch source of `(inputs, targets)`; and the source length of each against
+        the model's `longest_source` where it has one."""
+        self._check_source_lengths(x, batches)
         largest = getattr(x, "largest_ids", None)
         if isinstance(largest, tuple):
             sizes = (self.source_vocabulary_size, self.target_vocabulary_size)
@@ -260,11 +262,39 @@ class TokenIdChecks:
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
         check_token_ids("y", y, self.target_vocabulary_size)  # (B, T) or (B, T, 1)
 
+    def _check_source_lengths(self, x, batches):
+        """Refuses batches longer than the positions the model's attention scores (its
+        `longest_source`, the `"location"` score's `max_source_length`): a compiled step
+        that knows the length only as it runs (TensorFlow, over batches of several lengths)
+        would give the positions past it no weight, with no error."""
+        longest = getattr(self, "longest_source", None)
+        if longest is None:
+            return
+        length, what = getattr(x, "longest_length", None), "its longest batches are"
+        if length is None:
+            batch = first_batch(x) if batches else None
+            inputs, what = (batch[0], "its first batch is") if batch else (x, "its source is")
+            if isinstance(inputs, dict):
+                inputs = inputs.get("source")
+            elif isinstance(inputs, (tuple, list)) and len(inputs) == 2:
+                inputs = inputs[0]
+            shape = getattr(inputs, "shape", None)
+            length = shape[1] if shape is not None and len(shape) == 2 else None
+        if length is not None and length > longest:
+            raise ValueError(
+                f"Invalid value for argument x: {what} {length} positions long (padding "
+                f"included), past the {longest} source positions the model's attention "
+                f"scores (max_source_length). Received: x={type(x).__name__} of source "
+                f"length {length}"
+            )
+
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the token ids checked first (the validation data's too)."""
         self._check_data(x, y)
         validation = kwargs.get("validation_data")
-        if validation is not None and not isinstance(validation, (tuple, list)):
+        if isinstance(validation, (tuple, list)) and len(validation) in (2, 3):
+            self._check_data(*validation[:2])  # (x, y) or (x, y, sample_weight)
+        elif validation is not None:
             self._check_data(validation)
         return super().fit(x, y, *args, **kwargs)
 

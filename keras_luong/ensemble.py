@@ -87,6 +87,12 @@ class Ensemble(GenerationMixin, keras.Model):
         vocabularies = (getattr(m, f"{side}_vocabulary", None) for m in self.members)
         return next((v for v in vocabularies if v is not None), None)
 
+    @property
+    def longest_source(self):
+        """The fewest source positions a member's attention scores, or `None` (any number)."""
+        longest = [getattr(member, "longest_source", None) for member in self.members]
+        return min((n for n in longest if n is not None), default=None)
+
     def start_decoding(self, source, beams=1):
         """Each member's `start_decoding`: the memories as a tuple (with each member's count
         of states), the states one flat list, the first member's mask."""

@@ -126,6 +126,16 @@ class GenerationMixin:
         return start_decoding(self, source, beams)
 
     @property
+    def longest_source(self):
+        """The most source positions the decoder's attention scores (the `"location"`
+        score's `max_source_length`), or `None` (any number). `generate` and `translate`
+        refuse sources with tokens past it and cut the padding past it (a compiled loop
+        that only knows the source length as it runs would give those positions no weight,
+        with no error)."""
+        attention = getattr(getattr(self, "decoder", None), "attention", None)
+        return getattr(attention, "longest_source", None)
+
+    @property
     def generators(self):
         """The model's compiled generators (a `GeneratorCache`), one per decoding setting."""
         cache = self.__dict__.get("_generator_cache")
@@ -234,12 +244,15 @@ class GenerationMixin:
         batch_size = check_integer("batch_size", batch_size)
         if max_length is None:
             max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
+        cut = cut_to_longest_source(source, self.longest_source)
         generated = self._generate(
-            source, max_length, sampler, batch_size, stop_token_ids=stop_token_ids, **deprecated
+            cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids, **deprecated
         )
         if not return_attention_scores:
             return generated
-        return generated, generated_alignments(self, source, generated, max_length)
+        alignments = generated_alignments(self, cut, generated, max_length)
+        padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
+        return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
 
     def _generate(self, source, max_length, sampler, batch_size, row_bounds=False, **settings):
         """Runs the kept generator of these settings on int32 source ids."""
@@ -318,6 +331,14 @@ class GenerationMixin:
         verbose = check_integer("verbose", verbose, minimum=0, maximum=2)
         progress = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="text")
         rows = [vocabularies["source"].encode(t) for t in texts]
+        longest = self.longest_source
+        for i, row in enumerate(rows if longest is not None else ()):
+            if len(row) > longest:
+                raise ValueError(
+                    f"Invalid value for argument texts: texts[{i}] has {len(row)} source "
+                    f"tokens, past the {longest} source positions the model's attention "
+                    f"scores (max_source_length). Received: texts[{i}]={texts[i]!r:.100}"
+                )
         if max_length is None:  # each text's own bound
             bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
             # One generator whose length holds every text's bound, each row ending at its
@@ -333,6 +354,8 @@ class GenerationMixin:
             [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
         )
         for indices, length in plan:
+            # The padding stops at the attention's longest source (the tokens are within it).
+            length = length if longest is None else min(length, longest)
             source = np.zeros((len(indices), length), "int32")
             for row, i in enumerate(indices):
                 source[row, : len(rows[i])] = rows[i]
@@ -481,3 +504,20 @@ class GenerationMixin:
             export_text_saved_model(self, filepath, export_ids)
         else:
             export_ids(filepath)
+
+
+def cut_to_longest_source(source, longest):
+    """Source ids `(B, S)` without their padding past `longest` source positions (`None`:
+    any number); a `ValueError` naming `inputs` if a row has tokens past it."""
+    if longest is None or source.shape[1] <= longest:
+        return source
+    rows = np.flatnonzero(np.any(source[:, longest:] != 0, axis=1))
+    if rows.size:
+        row = int(rows[0])
+        end = int(np.flatnonzero(source[row])[-1]) + 1
+        raise ValueError(
+            f"Invalid value for argument inputs: inputs[{row}] has tokens up to position "
+            f"{end}, past the {longest} source positions the model's attention scores "
+            f"(max_source_length). Received: inputs of shape {source.shape}"
+        )
+    return source[:, :longest]

@@ -24,8 +24,9 @@ class GlobalAttention(BaseLuongAttention):
     (`v_a · tanh(W_q h_t + W_k h̄_s)`) or `"location"` (`softmax(W_a h_t)`, truncated to the
     source length: where that length is known only when a compiled model runs, positions from
     `max_source_length` on get zero weight; wherever it is known before, a longer source is a
-    `ValueError`). The keys `W_a h̄_s` / `W_k h̄_s` are projected once per call, whatever the
-    number of query steps; `prepare(value, value_mask)` computes them once for a caller that
+    `ValueError`, and `LuongSeq2Seq` checks its data's length before its model runs). The
+    keys `W_a h̄_s` / `W_k h̄_s` are projected once per call, whatever the number of query
+    steps; `prepare(value, value_mask)` computes them once for a caller that
     attends to one source step after step (a decoder) and passes the result as `memory=`.
 
     Args:
@@ -134,11 +135,16 @@ class GlobalAttention(BaseLuongAttention):
         padding = ops.full((batch, steps, extra), MASKED_SCORE, dtype=scores.dtype)
         return ops.concatenate([scores, padding], axis=-1)[..., :source_length]
 
+    @property
+    def longest_source(self):
+        """`max_source_length` with the `"location"` score, else `None` (any number)."""
+        return self.max_source_length if self.score_mode == "location" else None
+
     def _check_source_length(self, source_length):
         if (
-            self.score_mode == "location"
+            self.longest_source is not None
             and source_length is not None
-            and source_length > self.max_source_length
+            and source_length > self.longest_source
         ):
             raise ValueError(
                 "The 'location' score is defined over at most max_source_length="
