@@ -10,6 +10,7 @@ import pytest
 from keras_luong.batching import BucketedBatches
 from keras_luong.vocabulary import Vocabulary
 from tests.corpora import tiny_model
+from tests.test_case import ListBatches
 
 
 def random_pairs(count, seed=0, longest=30):
@@ -156,8 +157,6 @@ def test_batch_multiple_follows_the_active_distribution(monkeypatch):
     a `keras.distribution` mesh's batch axis."""
     import types
 
-    import keras
-
     from keras_luong import batching
 
     mesh = types.SimpleNamespace(shape=(4, 2), axis_names=["batch", "model"])
@@ -229,20 +228,6 @@ def test_fit_refuses_batches_whose_ids_pass_the_vocabulary():
         model.fit(good, validation_data=bad, epochs=1, verbose=0)
     assert not model.built  # refused before any step
     model.fit(good, epochs=1, verbose=0)  # the good batches train
-
-
-class ListBatches(keras.utils.PyDataset):
-    """A plain `PyDataset` of given `((source, target_in), target_out)` batches."""
-
-    def __init__(self, batches):
-        super().__init__()
-        self.batches = batches
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index):
-        return self.batches[index]
 
 
 def first_batches(bad_side):

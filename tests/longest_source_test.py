@@ -9,7 +9,7 @@ import pytest
 
 from keras_luong import BucketedBatches, Ensemble, LuongSeq2Seq
 from keras_luong.vocabulary import Vocabulary
-from tests.test_case import assert_allclose, fit_lowers_loss
+from tests.test_case import ListBatches, assert_allclose, fit_lowers_loss
 
 LONGEST = 6
 WORDS = Vocabulary(list("abcdefghijklmnop"), split="whitespace")  # 20 ids: 4 reserved
@@ -35,18 +35,6 @@ def pairs(rows, width, seed=0):
     rng = np.random.default_rng(seed)
     source, target_in, target_out = (rng.integers(4, 20, (rows, width)) for _ in range(3))
     return (source.astype("int32"), target_in.astype("int32")), target_out.astype("int32")
-
-
-class Batches(keras.utils.PyDataset):
-    def __init__(self, batches):
-        super().__init__()
-        self.batches = batches
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index):
-        return self.batches[index]
 
 
 def test_longest_source_is_the_location_scores_max_source_length():
@@ -80,8 +68,8 @@ def test_fit_refuses_data_longer_than_the_attention_scores():
     with pytest.raises(ValueError, match=r"its longest batches are 8 positions long"):
         model.fit(bucketed, epochs=1, verbose=0)
     with pytest.raises(ValueError, match=r"its first batch is 8 positions long"):
-        model.fit(Batches([pairs(3, 8)]), epochs=1, verbose=0)
-    good = Batches([pairs(3, LONGEST)])
+        model.fit(ListBatches([pairs(3, 8)]), epochs=1, verbose=0)
+    good = ListBatches([pairs(3, LONGEST)])
     with pytest.raises(ValueError, match=r"its longest batches are 8"):
         model.fit(good, validation_data=bucketed, epochs=1, verbose=0)
     assert not model.built  # refused before any step

@@ -138,6 +138,20 @@ def outputs_on_backend(backend, model_path, inputs, tmp_path):
     return np.load(outputs_path)
 
 
+class ListBatches(keras.utils.PyDataset):
+    """A plain `PyDataset` of given `((source, target_in), target_out)` batches."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        return self.batches[index]
+
+
 def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1, jit_compile=None):
     """Compiles `model` (jit-compiled on JAX and TensorFlow; torch runs eagerly, its compile
     takes minutes), fits `steps` steps on one batch and returns (loss before, loss after)."""
