@@ -24,7 +24,7 @@ from keras_luong.checks import (
     check_token_ids,
     unpack_inputs,
 )
-from keras_luong.generator import step_logits
+from keras_luong.generator import sequence_logits, step_logits
 from keras_luong.initializers import dense_arguments, initializer_arguments
 from keras_luong.loops import step_call
 from keras_luong.losses import ReplicaTokenWeighting
@@ -219,6 +219,7 @@ class LuongSeq2Seq(
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.supports_masking = True  # the logits carry the target's mask (compute_mask)
         check_timing(attention_timing, input_feeding, output_attention)
         sampling_probability = scheduled.check_arguments(scheduled_sampling, sampling_probability)
         for name, value in (
@@ -475,10 +476,17 @@ class LuongSeq2Seq(
         attentional, weights = decoded if return_attention_scores else (decoded, None)
         if weights is not None and self.reverse_source and not self.user_encoder:
             weights = unreverse(weights, known_ids(source, self.source_vocabulary_size))
-        logits = self.projection(self.dropout_layer(attentional, training=training))
+        logits = sequence_logits(
+            self.projection, self.dropout_layer(attentional, training=training)
+        )
         if return_attention_scores:
             return logits, weights
         return logits
+
+    def compute_mask(self, inputs, mask=None):
+        """The logits' Keras mask: the target positions that are not padding (`target_in`
+        not 0), which Keras' own losses and metrics then leave out."""
+        return ops.not_equal(unpack_inputs(inputs)[1], 0)
 
     def next_token_logits(
         self, token, states, memory, step, return_attention_scores=False, logits_bias=None

@@ -1,0 +1,82 @@
+"""What does the output layer's matrix form buy in a training step? The default model at the
+translation recipe's sizes (8,000 subwords a side, units 256, embeddings 128, dropout 0.3,
+Adam 2e-3 with global norm 5, `SequenceLoss(label_smoothing=0.1)`) trained on one batch of
+2,048-token size (B=64, S=T=30, with padding), its output layer applied as it is
+(`sequence_logits`: the sequence multiplied as a `(B·T, units)` matrix) against the `Dense`
+called on the sequence itself (the product of the three-dimensional `(B, T, units)`), the same
+weights. Both versions are timed interleaved in
+one process, as `compare_checkouts.py` times two checkouts:
+
+    KERAS_BACKEND=jax python benchmarks/output_layer.py
+
+The ratio is matrix / sequence (below 1: faster). The two models' logits and first-step
+losses are checked equal first.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--vocabulary", type=int, default=8000)
+    args = parser.parse_args()
+    import keras
+    from keras import ops
+
+    from benchmarks.compare_checkouts import batch_data, interleaved_medians, print_ratios
+    from keras_luong import LuongSeq2Seq, seq2seq
+    from keras_luong.losses import SequenceLoss
+
+    source, target = batch_data(vocabulary=args.vocabulary)
+    inputs, labels = (source, target[:, :-1]), target[:, 1:]
+    models = {}
+    for name in ("matrix", "sequence"):
+        keras.utils.set_random_seed(0)
+        models[name] = LuongSeq2Seq(
+            args.vocabulary,
+            args.vocabulary,
+            units=256,
+            embedding_dim=128,
+            dropout=0.3,
+            initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+        )
+    # The sequence model's output layer is called on the sequence, as a `Dense` is.
+    matrix_form = seq2seq.sequence_logits
+    sequence_layer = models["sequence"].projection
+    seq2seq.sequence_logits = lambda dense, x: (
+        dense(x) if dense is sequence_layer else matrix_form(dense, x)
+    )
+    for model in models.values():
+        model(inputs)
+    models["sequence"].set_weights(models["matrix"].get_weights())
+    logits = [ops.convert_to_numpy(model(inputs)) for model in models.values()]
+    print(f"largest difference of the logits: {np.max(np.abs(logits[0] - logits[1])):.2e}")
+    np.testing.assert_allclose(logits[0], logits[1], atol=1e-5)
+
+    versions = {}
+    losses = []
+    for name, model in models.items():
+        model.compile(
+            keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+        )
+        losses.append(float(ops.convert_to_numpy(model.test_on_batch(inputs, labels))))
+
+        def step(model=model):
+            ops.convert_to_numpy(model.train_on_batch(inputs, labels))
+
+        versions[name] = {"train step": step}
+    print(f"the two losses on one batch: {losses[0]:.6f} {losses[1]:.6f}")
+    assert np.isclose(losses[0], losses[1], rtol=1e-5), losses
+    medians = interleaved_medians(versions, ["train step"], args.rounds, args.calls)
+    print_ratios(medians, ["train step"], "matrix", "sequence", args.rounds, args.calls)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
