@@ -208,11 +208,11 @@ def length_bucket(bound):
 
 def sequence_logits(dense, sequence):
     """The output layer `dense` on a sequence `(batch_size, T, d)`, multiplied as the matrix
-    `(batch_size * T, d)`: the values of `dense(sequence)`. On JAX, XLA compiles the gradient
-    of the three-dimensional product of a vocabulary-sized output layer into a much slower
-    program than the matrix's; the default model's training step at 8,000 subwords takes 0.71
-    of the time this way (`benchmarks/output_layer.py`). Other backends run the same either
-    way."""
+    `(batch_size * T, d)`: the values of `dense(sequence)`, without its Keras mask (which
+    `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
+    product of a vocabulary-sized output layer into a much slower program than the matrix's;
+    the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
+    (`benchmarks/output_layer.py`). Other backends run the same either way."""
     batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
     logits = dense(ops.reshape(sequence, (-1, sequence.shape[-1])))
     return ops.reshape(logits, (batch, steps, logits.shape[-1]))

@@ -110,6 +110,26 @@ def recurrent_layer(cell, units, bidirectional, dtype, initializer=None, index=0
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
+class MaskCarrier(keras.layers.Layer):
+    """Returns its input with `mask` as its Keras mask (the mask Keras' losses and metrics
+    read from a model's outputs in `fit` and `evaluate`).
+
+    A model's own `compute_mask` does not set it everywhere: JAX's trainer runs the model's
+    `call` (`stateless_call`), not its `__call__`, so only a layer called inside `call` marks
+    the outputs. Logits made by reshaping (`sequence_logits`) or by a loop lose the mask of
+    the decoder's outputs; this puts the target's back."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
 class RecurrentEncoder(keras.layers.Layer):
     """The built-in encoder of `LuongSeq2Seq` as a layer under the encoder contract, for a
     model composed from parts (or `LuongSeq2Seq(encoder=...)`).

@@ -30,6 +30,7 @@ from keras_luong.loops import step_call
 from keras_luong.losses import ReplicaTokenWeighting
 from keras_luong.model_parts import (
     CELLS,
+    MaskCarrier,
     attention_decoder,
     bridge_states,
     check_bridge,
@@ -219,7 +220,6 @@ class LuongSeq2Seq(
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.supports_masking = True  # the logits carry the target's mask (compute_mask)
         check_timing(attention_timing, input_feeding, output_attention)
         sampling_probability = scheduled.check_arguments(scheduled_sampling, sampling_probability)
         for name, value in (
@@ -373,6 +373,8 @@ class LuongSeq2Seq(
             name="logits",
             **initializer_arguments(init, "bias_initializer"),
         )
+        # The logits carry the target's padding mask, which Keras' losses and metrics leave out.
+        self.logits_mask = MaskCarrier(dtype=dtype)
 
     @classmethod
     def paper(
@@ -460,7 +462,8 @@ class LuongSeq2Seq(
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
         target_in = known_ids(target_in, self.target_vocabulary_size)
         if training and self.scheduled_sampling and not return_attention_scores:
-            return scheduled.scheduled_logits(self, source, target_in, training)
+            logits = scheduled.scheduled_logits(self, source, target_in, training)
+            return self.logits_mask(logits, mask=ops.not_equal(target_in, 0))
         value, value_mask, states = self.encode(source, training=training)
         target_mask = ops.not_equal(target_in, 0)
         embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
@@ -479,14 +482,10 @@ class LuongSeq2Seq(
         logits = sequence_logits(
             self.projection, self.dropout_layer(attentional, training=training)
         )
+        logits = self.logits_mask(logits, mask=target_mask)
         if return_attention_scores:
             return logits, weights
         return logits
-
-    def compute_mask(self, inputs, mask=None):
-        """The logits' Keras mask: the target positions that are not padding (`target_in`
-        not 0), which Keras' own losses and metrics then leave out."""
-        return ops.not_equal(unpack_inputs(inputs)[1], 0)
 
     def next_token_logits(
         self, token, states, memory, step, return_attention_scores=False, logits_bias=None

@@ -3,6 +3,7 @@ values and gradients, and the model's logits keep the target's mask."""
 
 import keras
 import numpy as np
+import pytest
 
 from keras_luong import LuongSeq2Seq
 from keras_luong.generator import sequence_logits
@@ -72,3 +73,36 @@ def test_the_model_logits_are_dense_logits_with_the_target_mask():
         embedded, value, initial_state=states, value_mask=value_mask, inputs_mask=target != 0
     )
     assert_allclose(logits, model.projection(attentional), atol=1e-6)
+
+
+def masked_cross_entropy(logits, target_out, mask):
+    """Numpy: the mean negative log-likelihood of `target_out` over the positions of `mask`."""
+    logits = np.asarray(logits, "float64")
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, target_out[..., None], -1)[..., 0]
+    return (nll * mask).sum() / mask.sum()
+
+
+@pytest.mark.parametrize("scheduled_sampling", [None, "argmax"])
+def test_fit_and_evaluate_leave_the_padding_out_of_the_loss(scheduled_sampling):
+    """The loss `evaluate` and `train_on_batch` report (Keras' own loss, which reads the
+    logits' mask) is numpy's mean over the target's real tokens, filler rows weighing
+    nothing: on JAX the trainer runs the model's `call`, not `__call__`, so the mask must be
+    set inside it. With scheduled sampling (at probability 0, teacher forcing) as well."""
+    model = LuongSeq2Seq(11, 13, units=8, embedding_dim=4, scheduled_sampling=scheduled_sampling)
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    source = np.array([[3, 4, 5, 0], [6, 7, 0, 0], [0, 0, 0, 0]], "int32")
+    target_in = np.array([[1, 8, 9, 4], [1, 10, 0, 0], [0, 0, 0, 0]], "int32")
+    target_out = np.array([[8, 9, 4, 2], [10, 2, 0, 0], [0, 0, 0, 0]], "int32")
+    model((source, target_in))
+    bias = model.projection.bias  # logits far from uniform, so padding would count
+    bias.assign(3 * np.random.default_rng(0).standard_normal(bias.shape))
+    logits = to_numpy(model((source, target_in)))
+    expected = masked_cross_entropy(logits, target_out, target_in != 0)
+    unmasked = masked_cross_entropy(logits, target_out, np.ones_like(target_in))
+    assert abs(unmasked - expected) > 1e-2
+    evaluated = model.evaluate((source, target_in), target_out, verbose=0)
+    np.testing.assert_allclose(evaluated, expected, rtol=2e-6)
+    trained = model.train_on_batch((source, target_in), target_out)  # the loss before the step
+    np.testing.assert_allclose(trained, expected, rtol=2e-6)
