@@ -78,6 +78,34 @@ def batch_data(vocabulary=1000, batch=64, length=30):
     return source, target
 
 
+def train_step_arguments(doc):
+    """The options of a benchmark that times the recipe's training step two ways in one run:
+    `--rounds`, `--calls` and `--vocabulary` (both sides)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--vocabulary", type=int, default=8000)
+    return parser.parse_args()
+
+
+def recipe_model(vocabulary, seed=0):
+    """The translation recipe's default model (units 256, embeddings 128, dropout 0.3, the
+    paper's uniform initialisation) at `vocabulary` subwords a side, seeded."""
+    import keras
+
+    from keras_luong import LuongSeq2Seq
+
+    keras.utils.set_random_seed(seed)
+    return LuongSeq2Seq(
+        vocabulary,
+        vocabulary,
+        units=256,
+        embedding_dim=128,
+        dropout=0.3,
+        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
+    )
+
+
 def interleaved_medians(versions, cases, rounds, calls):
     """`{(version, case): median seconds}` of every version's calls, compiled first, then
     timed in rounds whose order of versions alternates."""

@@ -13,7 +13,6 @@ The ratio is matrix / sequence (below 1: faster). The two models' logits and fir
 losses are checked equal first.
 """
 
-import argparse
 import os
 import sys
 
@@ -21,31 +20,24 @@ import numpy as np
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=3)
-    parser.add_argument("--vocabulary", type=int, default=8000)
-    args = parser.parse_args()
+    from benchmarks.compare_checkouts import (
+        batch_data,
+        interleaved_medians,
+        print_ratios,
+        recipe_model,
+        train_step_arguments,
+    )
+
+    args = train_step_arguments(__doc__)
     import keras
     from keras import ops
 
-    from benchmarks.compare_checkouts import batch_data, interleaved_medians, print_ratios
-    from keras_luong import LuongSeq2Seq, seq2seq
+    from keras_luong import seq2seq
     from keras_luong.losses import SequenceLoss
 
     source, target = batch_data(vocabulary=args.vocabulary)
     inputs, labels = (source, target[:, :-1]), target[:, 1:]
-    models = {}
-    for name in ("matrix", "sequence"):
-        keras.utils.set_random_seed(0)
-        models[name] = LuongSeq2Seq(
-            args.vocabulary,
-            args.vocabulary,
-            units=256,
-            embedding_dim=128,
-            dropout=0.3,
-            initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-        )
+    models = {name: recipe_model(args.vocabulary) for name in ("matrix", "sequence")}
     # The sequence model's output layer is called on the sequence, as a `Dense` is.
     matrix_form = seq2seq.sequence_logits
     sequence_layer = models["sequence"].projection

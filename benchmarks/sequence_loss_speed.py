@@ -11,7 +11,6 @@ one process, as `compare_checkouts.py` times two checkouts:
 The ratio is SequenceLoss / one-hot (below 1: faster). The two losses are checked equal first.
 """
 
-import argparse
 import os
 import sys
 
@@ -19,15 +18,18 @@ import numpy as np
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=3)
-    parser.add_argument("--vocabulary", type=int, default=8000)
-    args = parser.parse_args()
+    from benchmarks.compare_checkouts import (
+        batch_data,
+        interleaved_medians,
+        print_ratios,
+        recipe_model,
+        train_step_arguments,
+    )
+
+    args = train_step_arguments(__doc__)
     import keras
     from keras import ops
 
-    from benchmarks.compare_checkouts import batch_data, interleaved_medians, print_ratios
     from keras_luong import LuongSeq2Seq
     from keras_luong.losses import SequenceLoss
 
@@ -53,15 +55,7 @@ def main():
 
     versions = {}
     for name, loss in losses.items():
-        keras.utils.set_random_seed(0)
-        model = LuongSeq2Seq(
-            args.vocabulary,
-            args.vocabulary,
-            units=256,
-            embedding_dim=128,
-            dropout=0.3,
-            initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-        )
+        model = recipe_model(args.vocabulary)
         model.compile(keras.optimizers.Adam(2e-3, global_clipnorm=5.0), loss)
 
         def step(model=model):
