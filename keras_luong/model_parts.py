@@ -130,6 +130,7 @@ class MaskCarrier(keras.layers.Layer):
         return input_shape
 
 
+@keras.saving.register_keras_serializable(package="keras_luong")
 class RecurrentEncoder(keras.layers.Layer):
     """The built-in encoder of `LuongSeq2Seq` as a layer under the encoder contract, for a
     model composed from parts (or `LuongSeq2Seq(encoder=...)`).
