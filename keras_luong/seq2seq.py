@@ -461,11 +461,11 @@ class LuongSeq2Seq(
             check_token_ids("source", source, self.source_vocabulary_size, rank=2)
             check_token_ids("target_in", target_in, self.target_vocabulary_size, rank=2)
         target_in = known_ids(target_in, self.target_vocabulary_size)
+        target_mask = ops.not_equal(target_in, 0)
         if training and self.scheduled_sampling and not return_attention_scores:
             logits = scheduled.scheduled_logits(self, source, target_in, training)
-            return self.logits_mask(logits, mask=ops.not_equal(target_in, 0))
+            return self.logits_mask(logits, mask=target_mask)
         value, value_mask, states = self.encode(source, training=training)
-        target_mask = ops.not_equal(target_in, 0)
         embedded = self.dropout_layer(self.target_embedding(target_in), training=training)
         decoded = self.decoder(
             embedded,
