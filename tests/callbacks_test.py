@@ -105,8 +105,12 @@ def test_attention_callback_logs_the_models_alignment_statistics():
         keras.ops.convert_to_numpy(weights), source[:4] != 0, target_in[:4] != 0
     )
     assert len(history.history["val_attention_entropy"]) == 2
-    assert history.history["val_attention_entropy"][-1] == pytest.approx(expected["entropy"])
-    assert history.history["val_attention_diagonal"][-1] == pytest.approx(expected["diagonal"])
+    # The callback's batches of 3 and 1 round differently in float32 from one batch of 4, and
+    # the correlation of an untrained model's nearly even alignments magnifies that (TensorFlow
+    # measured a relative 1.6e-5): a relative 1e-3, far below what any mistake would move.
+    logged = history.history
+    assert logged["val_attention_entropy"][-1] == pytest.approx(expected["entropy"], rel=1e-4)
+    assert logged["val_attention_diagonal"][-1] == pytest.approx(expected["diagonal"], rel=1e-3)
     assert 0.9 < expected["entropy"] <= 1  # an untrained model attends nearly evenly
     with pytest.raises(ValueError, match="target_in"):
         AttentionCallback(source, target_in[:2])
