@@ -111,6 +111,8 @@ def test_attention_callback_logs_the_models_alignment_statistics():
     logged = history.history
     assert logged["val_attention_entropy"][-1] == pytest.approx(expected["entropy"], rel=1e-4)
     assert logged["val_attention_diagonal"][-1] == pytest.approx(expected["diagonal"], rel=1e-3)
+    # ...and tells the epochs apart: the alignments of before the last epoch's training fail it.
+    assert logged["val_attention_diagonal"][0] != pytest.approx(expected["diagonal"], rel=1e-3)
     assert 0.9 < expected["entropy"] <= 1  # an untrained model attends nearly evenly
     with pytest.raises(ValueError, match="target_in"):
         AttentionCallback(source, target_in[:2])

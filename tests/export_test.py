@@ -253,6 +253,11 @@ def stored_tensor_bytes(path, format):
 def test_unrolled_program_returns_every_beam_with_its_score(tmp_path, format):
     sampler = BeamSearchSampler(3, return_all_beams=True, no_repeat_ngram_size=1)
     only_where_written(format, {"sampler": sampler})
+    if format == "onnx" and BACKEND == "torch":
+        # torch's ONNX file is its unrolled program converted (154 s on a 2-core machine):
+        # the program's n-best is checked here on torch, ONNX's n-best from TensorFlow, and
+        # this file's beam search by test_unrolled_program_decodes_like_generate[beam-onnx].
+        pytest.skip("n-best of the unrolled loop is checked in torch's program")
     model = spread_model()
     expected_ids, expected_scores = model.generate(SOURCE, max_length=MAX_LENGTH, sampler=sampler)
     path = export_artifact(
