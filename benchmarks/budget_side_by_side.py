@@ -103,7 +103,7 @@ def keras_worker(args):
     targets = side.read_lines(args, "train.tgt.txt")
     valid_sources = side.read_lines(args, "valid.src.txt")
     valid_targets = side.read_lines(args, "valid.tgt.txt")
-    model = side.recipe_model(subwords, args.seed)
+    model = side.recipe_model(subwords, args.seed, xla=args.jit_compile)
     model.set_vocabularies(subwords, subwords)
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
@@ -201,6 +201,7 @@ def run_keras(args, engine):
     command += ["--worker", "keras", "--workdir", args.workdir, "--minutes", str(args.minutes)]
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
+    command += side.xla_flag(engine)
     return side.worker_result(
         command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )

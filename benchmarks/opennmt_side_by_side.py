@@ -15,6 +15,9 @@ written (`ReduceLROnPlateau` included; no `BleuCallback`, which OpenNMT-py's val
 not do either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`, `input_feed 1`,
 `param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`.
 
+`--engines tensorflow-xla` trains on TensorFlow with `jit_compile=True` (XLA), which Keras
+leaves off by default on a machine without a GPU.
+
 Each run is a process pinned to its cores (`taskset`: core 1 for one thread, cores 0-1 for two)
 with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for torch and
 OpenNMT-py, `TF_NUM_INTRAOP_THREADS`/`TF_NUM_INTEROP_THREADS` for TensorFlow, and for JAX
@@ -31,7 +34,7 @@ It prints, per engine and thread count:
   over its last epoch's training batches (every shape compiled by then), OpenNMT-py's the
   median of its log intervals after the first, validation excluded;
 - keras-luong's first epoch's speed too, which holds the compiling of one train function per
-  batch shape (JAX; TensorFlow traces one per shape);
+  batch shape (JAX, and TensorFlow with XLA; TensorFlow without it traces one per shape);
 - parameters of each model.
 """
 
@@ -46,7 +49,18 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERAS_ENGINES = ("jax", "tensorflow", "torch")
+KERAS_ENGINES = ("jax", "tensorflow", "tensorflow-xla", "torch")
+
+
+def backend_of(engine):
+    """The Keras backend an engine runs on: `tensorflow-xla` is TensorFlow with
+    `jit_compile=True`, which Keras leaves off by default on a machine without a GPU."""
+    return engine.removesuffix("-xla")
+
+
+def xla_flag(engine):
+    """The worker's flag for an engine that compiles with XLA."""
+    return ["--jit-compile"] if engine.endswith("-xla") else []
 
 
 def parse_args(argv=None):
@@ -64,13 +78,18 @@ def common_parser(doc, workdir, valid_pairs):
     parser.add_argument("--train-pairs", type=int, default=None, help="first pairs only")
     parser.add_argument("--valid-pairs", type=int, default=valid_pairs)
     parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
+    parser.add_argument(
+        "--engines",
+        default="jax,opennmt",
+        help="jax, tensorflow, tensorflow-xla (jit_compile=True), torch, opennmt",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--valid-steps", type=int, default=100, help="OpenNMT-py's")
     parser.add_argument("--workdir", default=workdir)
     parser.add_argument("--onmt-python", default=os.path.join(ROOT, ".venv-onmt", "bin", "python"))
     parser.add_argument("--output", help="append the tables (markdown) to this file")
     parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
+    parser.add_argument("--jit-compile", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -92,8 +111,9 @@ def write_output(args, text):
             f.write(text + "\n\n")
 
 
-def recipe_model(subwords, seed):
-    """The translation page's model, compiled by its recipe."""
+def recipe_model(subwords, seed, xla=False):
+    """The translation page's model, compiled by its recipe (with `jit_compile=True` if
+    `xla`, else Keras' default)."""
     import keras
 
     from keras_luong import LuongSeq2Seq, SequenceLoss
@@ -108,7 +128,9 @@ def recipe_model(subwords, seed):
         initializer=keras.initializers.RandomUniform(-0.1, 0.1),
     )
     model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+        keras.optimizers.Adam(2e-3, global_clipnorm=5.0),
+        SequenceLoss(label_smoothing=0.1),
+        jit_compile=True if xla else "auto",
     )
     return model
 
@@ -166,7 +188,7 @@ def thread_env(engine, threads):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     if engine in KERAS_ENGINES:
-        env["KERAS_BACKEND"] = engine
+        env["KERAS_BACKEND"] = engine = backend_of(engine)
     if engine == "tensorflow":
         env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
     if engine == "jax" and threads == 1:
@@ -191,7 +213,7 @@ def keras_worker(args):
     sources, targets = read_lines(args, "train.src.txt"), read_lines(args, "train.tgt.txt")
     valid_sources = read_lines(args, "valid.src.txt")
     valid_targets = read_lines(args, "valid.tgt.txt")
-    model = recipe_model(subwords, args.seed)
+    model = recipe_model(subwords, args.seed, xla=args.jit_compile)
     train = bucketed(subwords, sources, targets, shuffle=True, seed=args.seed)
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
 
@@ -260,6 +282,7 @@ def keras_worker(args):
 def run_keras(args, engine, threads):
     command = [*pinned(threads), sys.executable, os.path.abspath(__file__), "--worker", "keras"]
     command += ["--workdir", args.workdir, "--epochs", str(args.epochs), "--seed", str(args.seed)]
+    command += xla_flag(engine)
     started = time.perf_counter()
     result = worker_result(command, thread_env(engine, threads), f"keras-luong on {engine}")
     result["wall_seconds"] = time.perf_counter() - started
