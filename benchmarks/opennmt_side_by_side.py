@@ -187,9 +187,10 @@ def pinned(threads):
 def thread_env(engine, threads):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    backend = backend_of(engine)
     if engine in KERAS_ENGINES:
-        env["KERAS_BACKEND"] = engine = backend_of(engine)
-    if engine == "tensorflow":
+        env["KERAS_BACKEND"] = backend
+    if backend == "tensorflow":
         env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
     if engine == "jax" and threads == 1:
         flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
