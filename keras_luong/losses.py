@@ -78,15 +78,7 @@ def sequence_loss(
         )
     logits = ops.cast(logits, "float32")
     targets = ops.cast(targets, "int32")
-    # The cross-entropy against the smoothed targets (1 - ε)·one_hot + ε/V (Keras' rule),
-    # written so that neither (B, T, V) tensor is built:
-    #     -Σ_v y_v log p_v = logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ_v z_v.
-    # The one-hot form spent a tenth of the default model's training step (V = 8,000) building
-    # and reading them (benchmarks/sequence_loss_speed.py).
-    target_logit = ops.take_along_axis(logits, ops.expand_dims(targets, -1), axis=-1)
-    crossent = ops.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * target_logit[..., 0]
-    if label_smoothing:
-        crossent = crossent - (label_smoothing / logits.shape[-1]) * ops.sum(logits, axis=-1)
+    crossent = smoothed_crossentropy(logits, targets, label_smoothing)
     weights = ops.ones_like(crossent) if weights is None else ops.cast(weights, "float32")
     crossent = crossent * weights
 
@@ -104,6 +96,48 @@ def sequence_loss(
         axis = 0 if sum_over_batch else 1
         return ops.divide_no_nan(ops.sum(crossent, axis=axis), count(axis))
     return crossent
+
+
+def smoothed_crossentropy(logits, targets, label_smoothing):
+    """The cross-entropy `(B, T)` of float32 `logits` `(B, T, V)` against the smoothed targets
+    `(1 - ε)·one_hot + ε/V` of int32 `targets` (Keras' rule), `-Σ_v y_v log p_v`, in the form
+    each backend computes fastest forward and backward (`benchmarks/sequence_loss_speed.py`;
+    the values are the same to rounding):
+
+    - JAX: `logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ_v z_v`, no `(B, T, V)` tensor besides
+      the logits: XLA fuses `logsumexp` with its gradient;
+    - torch: `-(1 - ε)·log p_target - (ε/V)·Σ_v log p_v` from `log_softmax`, one fused kernel
+      forward and backward, where `logsumexp` is four passes over the logits and its
+      gradient three more;
+    - TensorFlow: Keras' `categorical_crossentropy` of the smoothed one-hot targets, whose
+      fused kernel gives the gradient `softmax - y` in its forward pass, where the gradient of
+      any gather of `z_target` or sum over `V` adds dense `(B, T, V)` passes.
+
+    Unsmoothed, torch and TensorFlow take Keras' `sparse_categorical_crossentropy` (fused
+    kernels on both).
+    """
+    size = logits.shape[-1]
+    backend = keras.backend.backend()
+
+    def at_targets(x):
+        return ops.take_along_axis(x, ops.expand_dims(targets, -1), axis=-1)[..., 0]
+
+    if backend == "jax":
+        crossent = ops.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * at_targets(logits)
+        if label_smoothing:
+            crossent = crossent - (label_smoothing / size) * ops.sum(logits, axis=-1)
+        return crossent
+    if not label_smoothing:  # rows of (B·T, V): torch's kernel takes the classes on axis 1
+        crossent = ops.sparse_categorical_crossentropy(
+            ops.reshape(targets, (-1,)), ops.reshape(logits, (-1, size)), from_logits=True
+        )
+        return ops.reshape(crossent, ops.shape(targets))
+    if backend == "tensorflow":
+        smoothed = ops.one_hot(targets, size) * (1.0 - label_smoothing) + label_smoothing / size
+        return ops.categorical_crossentropy(smoothed, logits, from_logits=True)
+    log_probs = ops.log_softmax(logits, axis=-1)
+    crossent = -(1.0 - label_smoothing) * at_targets(log_probs)
+    return crossent - (label_smoothing / size) * ops.sum(log_probs, axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
