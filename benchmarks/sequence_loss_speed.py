@@ -49,7 +49,8 @@ def main():
             return ops.divide_no_nan(ops.sum(crossent * weights), ops.sum(weights))
 
     class LogsumexpLoss(keras.losses.Loss):
-        """The form before `log_softmax`: the same sum from `logsumexp` and the logits."""
+        """The form `SequenceLoss` took on every backend before (JAX's still): the same sum
+        from `logsumexp` and the logits."""
 
         def call(self, y_true, y_pred):
             y_true, y_pred = ops.cast(y_true, "int32"), ops.cast(y_pred, "float32")
