@@ -27,6 +27,9 @@ from keras_luong import translate as translate_cli
 from keras_luong.datasets.prepared import PreparedCorpus, prepare_corpus
 from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
 from tests.corpora import ENGLISH, GERMAN, write
+from tests.test_case import command_line
+
+pytestmark = command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXTS = ["abc", "ba", "", "cabbage"]

@@ -265,7 +265,7 @@ class TestLuongDecoderLayer(TestCase):
         src, tgt = token_batch(seed=1)
         self.run_saving_test(build_seq2seq("local-p", input_feeding), [src, tgt], tmp_path)
 
-    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+    def test_keras_file_loads_on_another_backend(self, tmp_path):
         src, tgt = token_batch(seed=2)
         self.run_saving_test(
             build_seq2seq("global", True), [src, tgt], tmp_path, cross_backend=True

@@ -3,9 +3,10 @@ import subprocess
 import sys
 
 from keras_luong.datasets import dates
-from tests.test_case import BACKEND
+from tests.test_case import BACKEND, command_line
 
 
+@command_line
 def test_demo_runs_end_to_end_with_small_settings(tmp_path):
     """`python -m keras_luong.demo` on a tiny budget: it trains, evaluates, decodes with
     greedy and beam search and draws the heatmap (export has its own test)."""

@@ -50,7 +50,9 @@ def test_jax_data_parallel_over_4_devices_equals_one_device():
     """Also from `BucketedBatches` whose budget gives 5 and 3 rows: made under the
     distribution, they fill each batch up to a multiple of 4 ("same_ids" there: every batch's
     row count is one), and one epoch equals one device's on the same batches."""
-    rows = run_step("jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    # Beside the run's own flags (the tests' XLA compiles without LLVM's optimisation passes).
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    rows = run_step("jax", XLA_FLAGS=flags.strip())
     assert_equal_to_one_device(rows, replicas=4, variants=("global", "predictive", "bucketed"))
 
 

@@ -1,4 +1,4 @@
-"""Every example in the API reference runs, on every backend, and prints what it shows.
+"""Every example in the API reference runs, on JAX and torch, and prints what it shows.
 
 The reference is generated from the docstrings of the objects named on the pages under
 docs/api/ (`::: name` lines); this test reads the same list, so an object added to the
@@ -11,6 +11,7 @@ import inspect
 import re
 from pathlib import Path
 
+import keras
 import pytest
 
 API_PAGES = Path(__file__).resolve().parents[1] / "docs" / "api"
@@ -77,6 +78,14 @@ def test_every_public_class_has_an_example(name):
     )
 
 
+# Like the pages' code (docs_test.py), the examples are the same Keras code on every backend
+# and do not run in TensorFlow's run of the suite, whose tracing of every `fit` and decoding
+# function made them 89 s of its worker time on a 2-core machine; the library code they call
+# is tested in every run.
+@pytest.mark.skipif(
+    keras.backend.backend() == "tensorflow",
+    reason="the API reference's examples run on JAX and torch",
+)
 @pytest.mark.parametrize("name,test", CASES, ids=[test.name for _, test in CASES])
 def test_docstring_example(name, test, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # for examples that save files

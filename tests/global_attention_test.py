@@ -292,7 +292,7 @@ class TestGlobalAttentionLayer(TestCase):
         )
         self.run_serialization_test(layer, [random((B, T, D), seed=16), random((B, S, D), seed=17)])
 
-    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+    def test_keras_file_loads_on_another_backend(self, tmp_path):
         inputs = [random((B, T, D), seed=20), random((B, S, D), seed=21)]
         self.run_saving_test(build_model("concat"), inputs, tmp_path, cross_backend=True)
 

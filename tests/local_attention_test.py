@@ -328,7 +328,7 @@ class TestLocalAttentionLayer(TestCase):
         )  # fmt: skip
         self.run_serialization_test(layer, [random((B, T, D), seed=23), random((B, S, D), seed=24)])
 
-    def test_keras_file_loads_on_the_other_backends(self, tmp_path):
+    def test_keras_file_loads_on_another_backend(self, tmp_path):
         inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
         self.run_saving_test(build_model("predictive"), inputs, tmp_path, cross_backend=True)
 

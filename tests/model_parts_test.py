@@ -16,7 +16,7 @@ from keras_luong import LuongSeq2Seq, RecurrentEncoder
 from keras_luong.model_parts import reverse_tokens
 from keras_luong.paper import HalvingSchedule
 from tests.seq2seq_test import check_export
-from tests.test_case import assert_allclose, save_and_load, to_numpy
+from tests.test_case import assert_allclose, export_variant, save_and_load, to_numpy
 
 V, UNITS, EMBEDDING = 11, 8, 6
 # Post-padded and pre-padded rows: reversal keeps each row's real tokens, in reverse.
@@ -370,6 +370,7 @@ def test_halving_schedule_halves_every_epoch_after_the_given_one():
         HalvingSchedule(steps_per_epoch=0)
 
 
+@export_variant
 def test_a_model_from_parts_exports_its_beam_search(tmp_path):
     """A reversed source through two GRU layers, a GRU decoder: the SavedModel, run by
     TensorFlow alone, decodes as the model does."""

@@ -45,6 +45,11 @@ def check_readme():
 
 
 def test_readme_example_runs_as_written():
+    import keras
+    import pytest  # here: the fresh environment of the script below has no pytest
+
+    if keras.backend.backend() == "jax":
+        pytest.skip("on JAX, `make readme-venv` runs the README from the installed wheel and sdist")
     check_readme()
 
 

@@ -19,6 +19,7 @@ from tests.test_case import (
     BACKEND,
     TestCase,
     assert_allclose,
+    export_variant,
     fit_lowers_loss,
     save_and_load,
     to_numpy,
@@ -267,11 +268,13 @@ def test_exported_saved_model_translates_like_keras(tmp_path, decoding):
     check_export(make_model(), SOURCE, tmp_path, decoding)
 
 
+@export_variant
 def test_exported_bahdanau_decoder_translates_like_keras(tmp_path):
     model = make_model(attention_timing="bahdanau", alignment="predictive", window=3)
     check_export(model, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
 
 
+@export_variant
 def test_exported_beam_search_over_a_large_vocabulary(tmp_path):
     """Beam search over 3 x 301 candidates picks its best in blocks (the last one padded):
     the SavedModel exported from the backend decodes as the backend does."""
@@ -286,6 +289,7 @@ def test_exported_beam_search_over_a_large_vocabulary(tmp_path):
     check_export(model, source, tmp_path, decoding)
 
 
+@export_variant
 def test_exported_ngram_blocking(tmp_path):
     """`no_repeat_ngram_size` writes its bans into the logits by a scatter inside the loop:
     the SavedModel decodes as the backend does, and the ban is at work (unblocked, this model

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_case import in_jax_run_only
+
+# The site is built from the pages alone: no backend is involved.
+pytestmark = in_jax_run_only("the built site")
+
 ROOT = Path(__file__).resolve().parents[1]
 # Section titles of the Keras / Google docstring styles: in the built HTML they must be the
 # renderer's section titles, never text, an admonition or a paragraph that starts with one.
