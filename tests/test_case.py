@@ -20,13 +20,6 @@ import pytest
 BACKENDS = ("tensorflow", "jax", "torch")
 BACKEND = keras.backend.backend()
 
-# A SavedModel export that differs from the plain greedy and beam ones only in the decoding
-# traced into the file (blocks over a large vocabulary, n-gram bans, Bahdanau's timing, a
-# model of parts, n-best lists: the same `keras.ops` code on every backend) is checked on
-# TensorFlow, which writes SavedModels itself. From JAX (jax2tf) and from torch (the file
-# written by TensorFlow from a `.keras` file, in a process of its own) the plain exports check
-# each route, at 20-40 s an export on a 2-core machine.
-
 
 def in_jax_run_only(what):
     """Marks the tests of `what`, whose own code is the same on every backend, to run in JAX's
@@ -39,6 +32,12 @@ def in_jax_run_only(what):
 # (TensorFlow's took 144 s of worker time over them on a 2-core machine, JAX's 68).
 command_line = in_jax_run_only("the command lines and the demo")
 
+# A SavedModel export that differs from the plain greedy and beam ones only in the decoding
+# traced into the file (blocks over a large vocabulary, n-gram bans, Bahdanau's timing, a
+# model of parts, n-best lists: the same `keras.ops` code on every backend) is checked on
+# TensorFlow, which writes SavedModels itself. From JAX (jax2tf) and from torch (the file
+# written by TensorFlow from a `.keras` file, in a process of its own) the plain exports check
+# each route, at 20-40 s an export on a 2-core machine.
 export_variant = pytest.mark.skipif(
     BACKEND != "tensorflow",
     reason="a decoding variant of the SavedModel is checked on TensorFlow, which writes it",
@@ -129,8 +128,8 @@ def assert_keras_file_round_trip(model, inputs, tmp_path):
 
 # The backend a `.keras` file saved here is loaded on, in a fresh process: the next one in
 # BACKENDS, round the circle. Over the three backends' runs of the suite every backend saves
-# a file that another loads and loads one that another saved, at a third of the processes
-# (each one imports a backend) of loading every file on both others.
+# a file that another loads and loads one that another saved, at half the processes (each
+# one imports a backend) of loading every file on both others.
 OTHER_BACKEND = BACKENDS[(BACKENDS.index(BACKEND) + 1) % len(BACKENDS)]
 
 
