@@ -440,7 +440,9 @@ def run_text_saved_model(path, tmp_path, texts, source):
 
 
 @pytest.mark.parametrize(
-    "sampler", ["greedy", BeamSearchSampler(3, length_penalty=0.6)], ids=["greedy", "beam"]
+    "sampler",
+    ["greedy", pytest.param(BeamSearchSampler(3, length_penalty=0.6), marks=export_variant)],
+    ids=["greedy", "beam"],
 )
 def test_text_saved_model_translates_like_translate(tmp_path, sampler):
     """Strings in, strings out, with the SentencePiece model inside: translate's outputs for

@@ -32,12 +32,12 @@ def in_jax_run_only(what):
 # (TensorFlow's took 144 s of worker time over them on a 2-core machine, JAX's 68).
 command_line = in_jax_run_only("the command lines and the demo")
 
-# A SavedModel export that differs from the plain greedy and beam ones only in the decoding
-# traced into the file (blocks over a large vocabulary, n-gram bans, Bahdanau's timing, a
+# A SavedModel export that differs from the plain greedy one only in the decoding traced into
+# the file (beam search, blocks over a large vocabulary, n-gram bans, Bahdanau's timing, a
 # model of parts, n-best lists: the same `keras.ops` code on every backend) is checked on
 # TensorFlow, which writes SavedModels itself. From JAX (jax2tf) and from torch (the file
-# written by TensorFlow from a `.keras` file, in a process of its own) the plain exports check
-# each route, at 20-40 s an export on a 2-core machine.
+# written by TensorFlow from a `.keras` file, in a process of its own) the greedy exports and
+# the ensemble's beam search check each route, at 20-40 s an export on a 2-core machine.
 export_variant = pytest.mark.skipif(
     BACKEND != "tensorflow",
     reason="a decoding variant of the SavedModel is checked on TensorFlow, which writes it",
