@@ -11,8 +11,9 @@ import inspect
 import re
 from pathlib import Path
 
-import keras
 import pytest
+
+from tests.test_case import outside_tensorflow_run
 
 API_PAGES = Path(__file__).resolve().parents[1] / "docs" / "api"
 
@@ -78,14 +79,9 @@ def test_every_public_class_has_an_example(name):
     )
 
 
-# Like the pages' code (docs_test.py), the examples are the same Keras code on every backend
-# and do not run in TensorFlow's run of the suite, whose tracing of every `fit` and decoding
-# function made them 89 s of its worker time on a 2-core machine; the library code they call
-# is tested in every run.
-@pytest.mark.skipif(
-    keras.backend.backend() == "tensorflow",
-    reason="the API reference's examples run on JAX and torch",
-)
+# Like the pages' code (docs_test.py): in TensorFlow's run they took 89 s of worker time on a
+# 2-core machine.
+@outside_tensorflow_run("the API reference's examples")
 @pytest.mark.parametrize("name,test", CASES, ids=[test.name for _, test in CASES])
 def test_docstring_example(name, test, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # for examples that save files

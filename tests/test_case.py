@@ -27,6 +27,15 @@ def in_jax_run_only(what):
     return pytest.mark.skipif(BACKEND != "jax", reason=f"{what}: checked in JAX's run of the suite")
 
 
+def outside_tensorflow_run(what):
+    """Marks the tests of `what`, Keras code that is the same on every backend, to run in JAX's
+    and torch's runs of the suite: TensorFlow's traces every `fit` and decoding function into
+    a graph first, and the library code they call is tested in all three."""
+    return pytest.mark.skipif(
+        BACKEND == "tensorflow", reason=f"{what}: checked in JAX's and torch's runs of the suite"
+    )
+
+
 # The command lines and the demo script (`python -m keras_luong.translate`, `.evaluate`,
 # `.train`, `.demo`): arguments, files and printing. JAX's run is the fastest at them
 # (TensorFlow's took 144 s of worker time over them on a 2-core machine, JAX's 68).
