@@ -161,8 +161,10 @@ def keras_worker(args):
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
     clock, bleu_start = Clock(), BleuStart()
     model.fit(
-        bucketed(subwords, sources, targets, shuffle=True, seed=args.seed),
-        validation_data=bucketed(subwords, valid_sources, valid_targets, False, args.seed),
+        bucketed(subwords, sources, targets, True, args.seed, args.bucket_width),
+        validation_data=bucketed(
+            subwords, valid_sources, valid_targets, False, args.seed, args.bucket_width
+        ),
         epochs=1000,  # the clock ends it
         shuffle=False,
         callbacks=[
@@ -201,7 +203,7 @@ def run_keras(args, engine):
     command += ["--worker", "keras", "--workdir", args.workdir, "--minutes", str(args.minutes)]
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
-    command += side.xla_flag(engine)
+    command += side.xla_flag(engine) + side.batching_flag(args)
     return side.worker_result(
         command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )
@@ -291,7 +293,8 @@ def wait_for_training_loop(log_path, process):
 def tables(args, results):
     lines = [
         f"{args.corpus} corpus, {args.minutes:g} minutes each, {args.threads} threads, seed "
-        f"{args.seed}, beam {args.beam}, length penalty {args.length_penalty:g}:",
+        f"{args.seed}, beam {args.beam}, length penalty {args.length_penalty:g}, "
+        f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
         "",
     ]
     lines += [

@@ -16,7 +16,9 @@ not do either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`,
 `param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`.
 
 `--engines tensorflow-xla` trains on TensorFlow with `jit_compile=True` (XLA), which Keras
-leaves off by default on a machine without a GPU.
+leaves off by default on a machine without a GPU. `--bucket-width` sets keras-luong's
+`BucketedBatches(bucket_width=...)`: `auto` by default, as the recipe leaves it (no buckets on
+torch, buckets of 8 on JAX and TensorFlow); `none` batches as OpenNMT-py does.
 
 Each run is a process pinned to its cores (`taskset`: core 1 for one thread, cores 0-1 for two)
 with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for torch and
@@ -84,6 +86,14 @@ def common_parser(doc, workdir, valid_pairs):
         help="jax, tensorflow, tensorflow-xla (jit_compile=True), torch, opennmt",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--bucket-width",
+        type=bucket_width,
+        default="auto",
+        help="keras-luong's BucketedBatches: auto (the recipe's: none on torch, 8 elsewhere), "
+        "a width, or none (each batch padded to its own longest, as OpenNMT-py pads; torch "
+        "and TensorFlow only)",
+    )
     parser.add_argument("--valid-steps", type=int, default=100, help="OpenNMT-py's")
     parser.add_argument("--workdir", default=workdir)
     parser.add_argument("--onmt-python", default=os.path.join(ROOT, ".venv-onmt", "bin", "python"))
@@ -91,6 +101,18 @@ def common_parser(doc, workdir, valid_pairs):
     parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
     parser.add_argument("--jit-compile", action="store_true", help=argparse.SUPPRESS)
     return parser
+
+
+def bucket_width(text):
+    """`--bucket-width`: `auto`, a width, or `none`."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    return int(text)
+
+
+def batching_flag(args):
+    """The worker's `--bucket-width`."""
+    return ["--bucket-width", str(args.bucket_width).lower()]
 
 
 def checked_engines(args):
@@ -101,6 +123,12 @@ def checked_engines(args):
         raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
     if "opennmt" in engines and not os.path.exists(args.onmt_python):
         raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    compiled = sorted({"jax", "tensorflow-xla"} & set(engines))
+    if args.bucket_width is None and compiled:
+        raise ValueError(
+            "Invalid value for argument --bucket-width: none compiles a train step for almost "
+            f"every batch on {compiled}. Received: --bucket-width none"
+        )
     return engines
 
 
@@ -215,7 +243,7 @@ def keras_worker(args):
     valid_sources = read_lines(args, "valid.src.txt")
     valid_targets = read_lines(args, "valid.tgt.txt")
     model = recipe_model(subwords, args.seed, xla=args.jit_compile)
-    train = bucketed(subwords, sources, targets, shuffle=True, seed=args.seed)
+    train = bucketed(subwords, sources, targets, True, args.seed, args.bucket_width)
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
 
     pad = keras.utils.pad_sequences
@@ -263,7 +291,9 @@ def keras_worker(args):
     clock = Clock()
     model.fit(
         train,
-        validation_data=bucketed(subwords, valid_sources, valid_targets, False, args.seed),
+        validation_data=bucketed(
+            subwords, valid_sources, valid_targets, False, args.seed, args.bucket_width
+        ),
         epochs=args.epochs,
         shuffle=False,
         callbacks=[clock, keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1)],
@@ -283,7 +313,7 @@ def keras_worker(args):
 def run_keras(args, engine, threads):
     command = [*pinned(threads), sys.executable, os.path.abspath(__file__), "--worker", "keras"]
     command += ["--workdir", args.workdir, "--epochs", str(args.epochs), "--seed", str(args.seed)]
-    command += xla_flag(engine)
+    command += xla_flag(engine) + batching_flag(args)
     started = time.perf_counter()
     result = worker_result(command, thread_env(engine, threads), f"keras-luong on {engine}")
     result["wall_seconds"] = time.perf_counter() - started
@@ -434,7 +464,8 @@ def read_onmt_log(log, pairs, epochs, wall):
 def table(args, results):
     epochs = range(1, args.epochs + 1)
     lines = [
-        f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}:",
+        f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}, "
+        f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
         "",
         "| engine | threads | parameters | "
         + " | ".join(f"val acc ep {e}" for e in epochs)

@@ -122,7 +122,7 @@ def settings(recipe):
     return {**BASE, **recipe}
 
 
-def bucketed(vocabulary, sources, targets, shuffle, seed):
+def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8):
     """The recipe's batches: `BucketedBatches` of 2,048 tokens of the texts' subword ids."""
     from keras_luong import BucketedBatches
 
@@ -130,6 +130,7 @@ def bucketed(vocabulary, sources, targets, shuffle, seed):
         [vocabulary.encode(s) for s in sources],
         [vocabulary.encode(t) for t in targets],
         tokens_per_batch=2048,
+        bucket_width=bucket_width,
         shuffle=shuffle,
         seed=seed,
     )

@@ -24,6 +24,16 @@ class BucketedBatches(keras.utils.PyDataset):
     (an empty source and target, which the loss masks out), so each bucket has one batch
     shape and a compiled train step (JAX, TensorFlow) is traced once per bucket.
 
+    With `bucket_width=None` there are no buckets, and no lengths shared between batches: the
+    pairs are sorted by length (in a new order among equal lengths every epoch) and cut into
+    batches as each fills the budget, each batch padded to its own longest source and its own
+    longest target (as OpenNMT-py batches). Batches then hold more real tokens and less
+    padding, at the price of a new shape for almost every batch: for a train step that is not
+    compiled per shape (torch; TensorFlow without XLA, whose traced step Keras generalises to
+    any shape), not for XLA (JAX; TensorFlow with `jit_compile=True`), which compiles the
+    step anew for every shape. The default, `"auto"`, takes `None` on torch, whose steps run
+    op by op, and 8 on JAX and TensorFlow, whose steps are compiled.
+
     Yields `((source, target_in), target_out)` int32 arrays: `target_in` is the target after
     the start id, `target_out` the target before the end id, as `LuongSeq2Seq` trains on.
 
@@ -35,7 +45,9 @@ class BucketedBatches(keras.utils.PyDataset):
         target_ids: The target sentences, as `source_ids`; `None` with a `PreparedCorpus`.
         tokens_per_batch: Token budget of a batch: batch size times padded length is at most
             this (a batch has at least one pair). Defaults to 4096.
-        bucket_width: Bucket lengths are multiples of this. Defaults to 8.
+        bucket_width: Bucket lengths are multiples of this; `None`: no buckets, every batch
+            padded to its own longest source and target (see above). Defaults to `"auto"`:
+            `None` on torch, 8 on JAX and TensorFlow.
         shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`. (Keras'
             `fit` shuffles a `PyDataset`'s batches once more with Python's `random` unless
             called with `shuffle=False`: pass it for the seed's order.)
@@ -72,7 +84,7 @@ class BucketedBatches(keras.utils.PyDataset):
         source_ids,
         target_ids=None,
         tokens_per_batch=4096,
-        bucket_width=8,
+        bucket_width="auto",
         shuffle=True,
         seed=0,
         start_token=1,
@@ -109,7 +121,15 @@ class BucketedBatches(keras.utils.PyDataset):
         if not len(self.pairs):
             raise ValueError("Invalid value for argument source_ids. Received: no pairs")
         check_integer("tokens_per_batch", tokens_per_batch)
-        check_integer("bucket_width", bucket_width)
+        if isinstance(bucket_width, str) and bucket_width == "auto":
+            bucket_width = auto_bucket_width()
+        try:
+            bucket_width = check_integer("bucket_width", bucket_width, allow_none=True)
+        except ValueError:
+            raise ValueError(
+                "Invalid value for argument bucket_width. Expected a positive integer, None "
+                f'(no buckets) or "auto". Received: bucket_width={bucket_width!r}'
+            ) from None
         check_integer("seed", seed, minimum=0, allow_none=True)
         check_integer("start_token", start_token)
         check_integer("end_token", end_token)
@@ -117,7 +137,7 @@ class BucketedBatches(keras.utils.PyDataset):
             batch_multiple = replica_count()
         self.batch_multiple = check_integer("batch_multiple", batch_multiple)
         self.shard_index, self.shard_count = 0, 1
-        self.target_lengths = target_lengths
+        self.source_lengths, self.target_lengths = source_lengths, target_lengths
         self.tokens_per_batch = tokens_per_batch
         self.bucket_width = bucket_width
         self.shuffle = shuffle
@@ -126,13 +146,18 @@ class BucketedBatches(keras.utils.PyDataset):
         self.end_token = end_token
         # A pair's length: the longer of its source and its target with the end id.
         lengths = np.maximum(np.maximum(source_lengths, target_lengths.astype("int64") + 1), 1)
+        self.lengths = lengths
+        self.buckets = []
+        self.epoch = 0
+        if bucket_width is None:
+            self._plan()
+            return
         bucket_of = bucket_width * -(-lengths // bucket_width)
         # (length, batch size, pair indices) per bucket, longest first. A bucket of n pairs
         # needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
         # ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler.
         # Sizes are rounded up to a multiple of `batch_multiple` (beyond the budget if the
         # budget holds fewer rows than that).
-        self.buckets = []
         multiple = self.batch_multiple
         for length in np.unique(bucket_of)[::-1].tolist():
             indices = np.flatnonzero(bucket_of == length)
@@ -140,13 +165,12 @@ class BucketedBatches(keras.utils.PyDataset):
             size = math.ceil(len(indices) / math.ceil(len(indices) / most))
             size = multiple * math.ceil(size / multiple)
             self.buckets.append((length, size, indices))
-        self.epoch = 0
         self._plan()
 
     def _plan(self):
         """The epoch's batches: `(length, batch size, pair indices)`, in the order served."""
         rng = np.random.default_rng(None if self.seed is None else self.seed + self.epoch)
-        batches = []
+        batches = [] if self.bucket_width is not None else self._sorted_batches(rng)
         for length, size, indices in self.buckets:
             if self.shuffle:
                 indices = rng.permutation(indices)
@@ -157,11 +181,25 @@ class BucketedBatches(keras.utils.PyDataset):
         if self.shard_count > 1:
             # Every host takes the same number of steps: batches of filler rows only (the
             # shortest bucket's length) make the count a multiple of the hosts.
-            length = self.buckets[-1][0]
+            length = self.buckets[-1][0] if self.buckets else 1
             empty = (length, self.batch_multiple, np.zeros((0,), "int64"))
             batches += [empty] * (-len(batches) % self.shard_count)
             batches = batches[self.shard_index :: self.shard_count]
         self.batches = batches
+
+    def _sorted_batches(self, rng):
+        """`bucket_width=None`'s batches, `(length, batch size, pair indices)` in length order:
+        the pairs sorted by length (ties in the order of `rng`'s permutation when shuffling),
+        cut greedily at the budget, each batch's size a multiple of `batch_multiple`."""
+        order = rng.permutation(len(self.lengths)) if self.shuffle else np.arange(len(self.lengths))
+        most = max(1, self.tokens_per_batch // int(self.lengths.min()))
+        batches = []
+        for indices, length in length_sorted_batches(
+            self.lengths[order], most, multiple=1, tokens_per_batch=self.tokens_per_batch
+        ):
+            size = self.batch_multiple * math.ceil(len(indices) / self.batch_multiple)
+            batches.append((length, size, order[indices]))
+        return batches
 
     def shard(self, index, count):
         """This host's part of every epoch's batches, for training on `count` hosts: batches
@@ -200,19 +238,22 @@ class BucketedBatches(keras.utils.PyDataset):
 
     @property
     def longest_length(self):
-        """The padded length of the longest batches (their bucket's length): checked by
-        `LuongSeq2Seq.fit` and `evaluate` against an attention with a longest source (the
-        `"location"` score's `max_source_length`) before training."""
+        """The padded source length of the longest batches (their bucket's length; the
+        longest source with `bucket_width=None`): checked by `LuongSeq2Seq.fit` and
+        `evaluate` against an attention with a longest source (the `"location"` score's
+        `max_source_length`) before training."""
+        if self.bucket_width is None:
+            return max(1, int(self.source_lengths.max()))
         return int(self.buckets[0][0])
 
     def __len__(self):
         return len(self.batches)
 
     def __getitem__(self, index):
-        length, size, indices = self.batches[index]
-        source = np.zeros((size, length), "int32")
-        target_in = np.zeros((size, length), "int32")
-        target_out = np.zeros((size, length), "int32")
+        source_length, target_length, size, indices = self._shape(self.batches[index])
+        source = np.zeros((size, source_length), "int32")
+        target_in = np.zeros((size, target_length), "int32")
+        target_out = np.zeros((size, target_length), "int32")
         for row, i in enumerate(indices):
             s, t = self.pairs[i]
             source[row, : len(s)] = s
@@ -222,6 +263,17 @@ class BucketedBatches(keras.utils.PyDataset):
             target_out[row, len(t)] = self.end_token
         return (source, target_in), target_out
 
+    def _shape(self, batch):
+        """A planned batch's `(source length, target length, size, indices)`: the bucket's
+        length on both sides, or with `bucket_width=None` each side's longest (the target's
+        with its end id), at least 1."""
+        length, size, indices = batch
+        if self.bucket_width is not None:
+            return length, length, size, indices
+        source_length = max(1, int(self.source_lengths[indices].max(initial=0)))
+        target_length = 1 + int(self.target_lengths[indices].max(initial=0))
+        return source_length, target_length, size, indices
+
     def on_epoch_end(self):
         self.epoch += 1
         self._plan()
@@ -230,7 +282,7 @@ class BucketedBatches(keras.utils.PyDataset):
         """The share of target positions (batch size × length, over an epoch's batches) that
         are padding, filler rows included."""
         real = self.target_tokens()
-        total = sum(size * length for length, size, _ in self.batches)
+        total = sum(batch[1] * self._shape(batch)[1] for batch in self.batches)
         return 1 - real / total
 
     def target_tokens(self):
@@ -273,6 +325,13 @@ def length_sorted_batches(lengths, batch_size, multiple=8, tokens_per_batch=None
         batches.append((order[start:stop], int(padded[stop - 1])))
         start = stop
     return batches
+
+
+def auto_bucket_width():
+    """`BucketedBatches`' `bucket_width="auto"`: `None` (every batch a shape of its own) on
+    torch, whose train step runs op by op; 8 (a few shapes, each compiled once) on JAX and
+    TensorFlow, whose train steps are compiled per shape."""
+    return None if keras.backend.backend() == "torch" else 8
 
 
 def replica_count():

@@ -9,6 +9,7 @@ wrong, as for integer ids given as states).
 import math
 import numbers
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -291,6 +292,15 @@ class TokenIdChecks:
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the token ids checked first (the validation data's too)."""
         self._check_data(x, y)
+        xla = self.jit_compile and keras.backend.backend() != "torch"
+        if xla and getattr(x, "bucket_width", 0) is None:
+            warnings.warn(
+                "x is BucketedBatches(bucket_width=None), every batch padded to a shape of its "
+                "own, and the model compiles its train step with XLA (jit_compile=True), "
+                "anew for every shape. Pass bucket_width=8 (a few shapes) to BucketedBatches, "
+                "or, on TensorFlow, compile the model with jit_compile=False.",
+                stacklevel=2,
+            )
         validation = kwargs.get("validation_data")
         if isinstance(validation, (tuple, list)) and len(validation) in (2, 3):
             self._check_data(*validation[:2])  # (x, y) or (x, y, sample_weight)

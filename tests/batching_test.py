@@ -28,8 +28,10 @@ def unpack(batches):
     pairs, shapes = [], []
     for index in range(len(batches)):
         (source, target_in), target_out = batches[index]
-        shapes.append(source.shape)
-        assert source.shape == target_in.shape == target_out.shape
+        shapes.append(source.shape if batches.bucket_width is not None else target_out.shape)
+        assert target_in.shape == target_out.shape and source.shape[0] == target_in.shape[0]
+        if batches.bucket_width is not None:  # both sides padded to the bucket's length
+            assert source.shape == target_in.shape
         for s, t_in, t_out in zip(source, target_in, target_out, strict=True):
             if not t_out.any():
                 assert not s.any() and not t_in.any()  # a filler row: padding only
@@ -76,6 +78,86 @@ def test_bucketing_reduces_padding_against_one_padded_array():
     assert pairs == list(zip(map(tuple, sources), map(tuple, targets), strict=True))
 
 
+def greedy_batches(sources, targets, budget):
+    """The pairs' indices batched as OpenNMT-py batches, a pair at a time: sorted by length
+    (the longer of the source and the target with its end id; ties in corpus order), a batch
+    ended where one more pair would make its rows × its longest pass the budget."""
+    lengths = [max(len(s), len(t) + 1, 1) for s, t in zip(sources, targets, strict=True)]
+    batches, batch = [], []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if batch and (len(batch) + 1) * max(lengths[j] for j in batch + [i]) > budget:
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    return batches + [batch]
+
+
+def test_unbucketed_batches_are_greedy_and_padded_to_their_own_longest():
+    sources, targets = random_pairs(500, seed=1)
+    sources[4] = []  # an empty source
+    unshuffled = BucketedBatches(sources, targets, 256, bucket_width=None, shuffle=False)
+    expected = greedy_batches(sources, targets, 256)
+    assert [indices.tolist() for _, _, indices in unshuffled.batches] == expected
+    for index, rows in enumerate(expected):
+        (source, target_in), target_out = unshuffled[index]
+        assert source.shape == (len(rows), max(1, max(len(sources[i]) for i in rows)))
+        assert target_out.shape == (len(rows), 1 + max(len(targets[i]) for i in rows))
+        for row, i in enumerate(rows):
+            np.testing.assert_array_equal(source[row, : len(sources[i])], sources[i])
+            np.testing.assert_array_equal(target_out[row, : len(targets[i]) + 1], targets[i] + [2])
+            assert not source[row, len(sources[i]) :].any()
+            assert not target_out[row, len(targets[i]) + 1 :].any()
+    assert unshuffled.longest_length == max(len(s) for s in sources)
+
+    batches = BucketedBatches(sources, targets, 256, bucket_width=None, seed=3)
+    pairs_of = collections.Counter(zip(map(tuple, sources), map(tuple, targets), strict=True))
+    orders = []
+    for _ in range(3):  # three epochs: the same pairs, in a new order and new batches
+        pairs, shapes = unpack(batches)
+        assert collections.Counter(pairs) == pairs_of
+        orders.append(pairs)
+        batches.on_epoch_end()
+    assert orders[0] != orders[1] != orders[2]
+    # Less padding than the buckets, and the share counted from the arrays themselves.
+    bucketed = BucketedBatches(sources, targets, 256, bucket_width=8, seed=3)
+    total = sum(batches[i][1].size for i in range(len(batches)))
+    assert batches.padding_share() == pytest.approx(1 - batches.target_tokens() / total)
+    assert batches.padding_share() < bucketed.padding_share() / 2
+
+
+def test_auto_bucket_width_buckets_where_steps_are_compiled():
+    """`bucket_width="auto"` (the default): no buckets on torch, width 8 on JAX and
+    TensorFlow; the batches are those of the width it takes."""
+    sources, targets = random_pairs(60, seed=2)
+    expected = None if keras.backend.backend() == "torch" else 8
+    auto = BucketedBatches(sources, targets, 128, seed=4)
+    explicit = BucketedBatches(sources, targets, 128, bucket_width=expected, seed=4)
+    assert auto.bucket_width == expected
+    assert [i.tolist() for _, _, i in auto.batches] == [i.tolist() for _, _, i in explicit.batches]
+
+
+def test_fit_warns_of_unbucketed_batches_under_xla():
+    """Every unbucketed batch has a shape of its own: `fit` warns when XLA would compile the
+    train step for each (JAX; TensorFlow with `jit_compile=True`), and not otherwise."""
+    import warnings
+
+    sources, targets = random_pairs(6, longest=5)
+    words = Vocabulary([str(i) for i in range(46)])
+    model = tiny_model(words)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=keras.backend.backend() != "torch")  # fmt: skip
+    unbucketed = BucketedBatches(sources, targets, 64, bucket_width=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(unbucketed, epochs=1, verbose=0)
+        model.fit(BucketedBatches(sources, targets, 64, bucket_width=8), epochs=1, verbose=0)
+    mentions = [w for w in caught if "bucket_width=None" in str(w.message)]
+    assert len(mentions) == (0 if keras.backend.backend() == "torch" else 1)
+    if mentions:
+        assert "jit_compile=True" in str(mentions[0].message)
+        assert mentions[0].filename == __file__  # the user's call, not the library's
+
+
 @pytest.mark.parametrize(
     "sources, targets, kwargs, message",
     [
@@ -92,6 +174,13 @@ def test_bucketing_reduces_padding_against_one_padded_array():
         ([[4]], [[4]], {"start_token": 0}, "start_token=0"),
         ([[4]], [[4]], {"seed": -1}, "seed=-1"),
         ([[4]], [[4]], {"seed": 1.5}, "seed=1.5"),
+        (
+            [[4]],
+            [[4]],
+            {"bucket_width": 0},
+            r'None \(no buckets\) or "auto". Received: bucket_width=0',
+        ),
+        ([[4]], [[4]], {"bucket_width": "wide"}, "bucket_width='wide'"),
     ],
 )
 def test_bucketing_refuses_bad_arguments(sources, targets, kwargs, message):
@@ -113,9 +202,10 @@ def test_bucketing_takes_integral_floats_and_no_seed():
     assert sorted(unpack(unseeded)[0]) == sorted(unpack(as_ints)[0])
 
 
-def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing():
+@pytest.mark.parametrize("width", [4, None])
+def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing(width):
     sources, targets = random_pairs(40, longest=9)
-    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=4,
+    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=width,
                               shuffle=False)  # fmt: skip
     words = Vocabulary([str(i) for i in range(46)])  # ids 0 to 49
     model, twin = tiny_model(words), tiny_model(words)
@@ -131,9 +221,10 @@ def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing():
     # The loss of a batch with filler rows (as the last batch of a bucket may have) equals
     # the loss of its real rows alone.
     (source, target_in), target_out = batches[0]
-    filler = np.zeros((2, source.shape[1]), "int32")
+    source_filler = np.zeros((2, source.shape[1]), "int32")
+    filler = np.zeros((2, target_in.shape[1]), "int32")
     with_fillers = model.test_on_batch(
-        (np.concatenate([source, filler]), np.concatenate([target_in, filler])),
+        (np.concatenate([source, source_filler]), np.concatenate([target_in, filler])),
         np.concatenate([target_out, filler]),
     )
     without = model.test_on_batch((source, target_in), target_out)
@@ -141,14 +232,16 @@ def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing():
     np.testing.assert_allclose(with_fillers, without, rtol=1e-5)
 
 
-@pytest.mark.parametrize("multiple", [2, 4, 8])
-def test_batch_multiple_makes_every_row_count_a_multiple_and_keeps_every_pair(multiple):
+@pytest.mark.parametrize("multiple, width", [(2, 8), (4, 8), (8, 8), (4, None)])
+def test_batch_multiple_makes_every_row_count_a_multiple_and_keeps_every_pair(multiple, width):
     sources, targets = random_pairs(103, longest=20)
-    batches = BucketedBatches(sources, targets, 96, batch_multiple=multiple, seed=3)
+    batches = BucketedBatches(
+        sources, targets, 96, bucket_width=width, batch_multiple=multiple, seed=3
+    )
     pairs, shapes = unpack(batches)
     assert all(rows % multiple == 0 for rows, _ in shapes)
     assert sorted(pairs) == sorted(zip(map(tuple, sources), map(tuple, targets), strict=True))
-    plain_pairs, _ = unpack(BucketedBatches(sources, targets, 96, seed=3))
+    plain_pairs, _ = unpack(BucketedBatches(sources, targets, 96, bucket_width=width, seed=3))
     assert sorted(pairs) == sorted(plain_pairs)
 
 
@@ -171,12 +264,12 @@ def test_batch_multiple_follows_the_active_distribution(monkeypatch):
         assert batching.replica_count() == 1
 
 
-@pytest.mark.parametrize("hosts", [2, 3])
-def test_shards_partition_each_epoch_with_equal_steps(hosts):
+@pytest.mark.parametrize("hosts, width", [(2, 8), (3, 8), (3, None)])
+def test_shards_partition_each_epoch_with_equal_steps(hosts, width):
     sources, targets = random_pairs(61, longest=25)
     expected = sorted(zip(map(tuple, sources), map(tuple, targets), strict=True))
     shards = [
-        BucketedBatches(sources, targets, 64, seed=5, batch_multiple=2).shard(i, hosts)
+        BucketedBatches(sources, targets, 64, width, seed=5, batch_multiple=2).shard(i, hosts)
         for i in range(hosts)
     ]
     for _ in range(2):  # two epochs

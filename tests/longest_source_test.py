@@ -63,8 +63,10 @@ def test_fit_refuses_data_longer_than_the_attention_scores():
     with pytest.raises(ValueError, match=r"its source is 8 positions long"):
         model.fit(*pairs(4, LONGEST), validation_data=(x, y), epochs=1, verbose=0)
     sources, targets = [[5, 6, 7], [8, 9]], [[5, 6, 7, 8, 9, 10, 11], [4]]  # bucket 8: 7 + end
-    bucketed = BucketedBatches(sources, targets, tokens_per_batch=16, shuffle=False)
+    bucketed = BucketedBatches(sources, targets, 16, bucket_width=8, shuffle=False)
     assert bucketed.longest_length == 8
+    # Unbucketed, a batch's source is padded to its own longest: 3 positions here.
+    assert BucketedBatches(sources, targets, 16, bucket_width=None).longest_length == 3
     with pytest.raises(ValueError, match=r"its longest batches are 8 positions long"):
         model.fit(bucketed, epochs=1, verbose=0)
     with pytest.raises(ValueError, match=r"its first batch is 8 positions long"):
