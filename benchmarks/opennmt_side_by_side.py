@@ -105,9 +105,10 @@ def common_parser(doc, workdir, valid_pairs):
 
 def bucket_width(text):
     """`--bucket-width`: `auto`, a width, or `none`."""
-    if text.lower() in ("auto", "none"):
-        return None if text.lower() == "none" else "auto"
-    return int(text)
+    text = text.lower()
+    if text == "none":
+        return None
+    return text if text == "auto" else int(text)
 
 
 def batching_flag(args):

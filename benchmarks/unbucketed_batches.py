@@ -29,19 +29,18 @@ def main():
     import keras
     from compare_checkouts import interleaved_medians
     from opennmt_side_by_side import path, read_lines, recipe_model
+    from seed_study import bucketed
 
-    from keras_luong import BucketedBatches, SubwordVocabulary
+    from keras_luong import SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
         subwords = SubwordVocabulary(f.read())
     sources = read_lines(args, "train.src.txt")[: args.pairs]
     targets = read_lines(args, "train.tgt.txt")[: args.pairs]
-    source_ids = [subwords.encode(s) for s in sources]
-    target_ids = [subwords.encode(t) for t in targets]
     kinds = {"width 8": 8, "unbucketed": None}
     batches, versions = {}, {}
     for name, width in kinds.items():
-        batches[name] = BucketedBatches(source_ids, target_ids, 2048, width, seed=0)
+        batches[name] = bucketed(subwords, sources, targets, True, 0, width)
         model = recipe_model(subwords, 0)
 
         def epoch(model=model, data=batches[name]):
