@@ -9,6 +9,12 @@ import numpy as np
 from keras_luong.checks import check_integer, check_sentences
 from keras_luong.datasets.prepared import PreparedCorpus
 
+# `BucketedBatches`' threads on TensorFlow: more than one, so that Keras reads the batches
+# through its own queue and not a tf.data pipeline it autotunes, whose iterator, dropped at
+# the end of every epoch, waits for the autotuning thread's sleep (seconds; measured
+# by `benchmarks/tensorflow_epoch_stall.py`).
+TENSORFLOW_WORKERS = 2
+
 
 class BucketedBatches(keras.utils.PyDataset):
     """Batches of sentence pairs of similar length, bounded by a token budget.
@@ -60,7 +66,12 @@ class BucketedBatches(keras.utils.PyDataset):
             the replica count of the active `keras.distribution` (JAX) or `tf.distribute`
             strategy, 1 when none is set.
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, `use_multiprocessing`,
-            `max_queue_size`).
+            `max_queue_size`). On TensorFlow, `workers` defaults to 2 (threads) unless
+            `workers` or `use_multiprocessing` is given: Keras then reads the batches through
+            its own queue, with tf.data's autotuning off. With it on (Keras' reading of a
+            `PyDataset` with one worker), the end of each epoch waits for tf.data's
+            autotuning thread to wake from its sleep (seconds) before the next
+            epoch's first batch.
 
     Example:
 
@@ -92,6 +103,9 @@ class BucketedBatches(keras.utils.PyDataset):
         batch_multiple=None,
         **kwargs,
     ):
+        reading_set = {"workers", "use_multiprocessing"} & set(kwargs)
+        if keras.backend.backend() == "tensorflow" and not reading_set:
+            kwargs["workers"] = TENSORFLOW_WORKERS
         super().__init__(**kwargs)
         if isinstance(source_ids, PreparedCorpus):
             if target_ids is not None:

@@ -202,17 +202,24 @@ def test_bucketing_takes_integral_floats_and_no_seed():
     assert sorted(unpack(unseeded)[0]) == sorted(unpack(as_ints)[0])
 
 
-@pytest.mark.parametrize("width", [4, None])
-def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing(width):
-    sources, targets = random_pairs(40, longest=9)
-    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=width,
-                              shuffle=False)  # fmt: skip
+def twin_models(batches):
+    """Two tiny models (ids 0 to 49) with the same weights and built optimizers: one to
+    `fit`, one to train a batch at a time."""
     words = Vocabulary([str(i) for i in range(46)])  # ids 0 to 49
     model, twin = tiny_model(words), tiny_model(words)
     (source, target_in), target_out = batches[0]
     for m in (model, twin):
         m.test_on_batch((source[:1], target_in[:1]), target_out[:1])  # builds the optimizer too
     twin.set_weights(model.get_weights())
+    return model, twin
+
+
+@pytest.mark.parametrize("width", [4, None])
+def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing(width):
+    sources, targets = random_pairs(40, longest=9)
+    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=width,
+                              shuffle=False)  # fmt: skip
+    model, twin = twin_models(batches)
     model.fit(batches, epochs=1, verbose=0, shuffle=False)
     for index in range(len(batches)):
         twin.train_on_batch(*batches[index])
@@ -230,6 +237,37 @@ def test_fit_consumes_the_bucketed_batches_and_filler_rows_weigh_nothing(width):
     without = model.test_on_batch((source, target_in), target_out)
     assert np.isfinite(with_fillers)
     np.testing.assert_allclose(with_fillers, without, rtol=1e-5)
+
+
+def test_fit_trains_on_each_epochs_plan_with_the_default_workers():
+    """On TensorFlow `BucketedBatches` reads through two worker threads by default (Keras'
+    own queue, with tf.data's autotuning off, whose dropped iterator stalls the next epoch),
+    elsewhere through one; a user's `workers` or `use_multiprocessing` is kept. Over two
+    epochs `fit` trains on each epoch's own plan, batch by batch in order, as
+    `train_on_batch` does on the same plans read by one worker."""
+    sources, targets = random_pairs(40, longest=9)
+    batches = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=4, seed=1)
+    assert batches.workers == (2 if keras.backend.backend() == "tensorflow" else 1)
+    assert BucketedBatches(sources, targets, 64, workers=1).workers == 1
+    assert BucketedBatches(sources, targets, 64, workers=3).workers == 3
+    threads = BucketedBatches(sources, targets, 64, use_multiprocessing=False)
+    assert threads.workers == 1
+    model, twin = twin_models(batches)
+    model.fit(batches, epochs=2, verbose=0, shuffle=False)
+    # Each trained epoch is followed by one `on_epoch_end`, which plans the next.
+    reference = BucketedBatches(sources, targets, tokens_per_batch=64, bucket_width=4, seed=1,
+                                workers=1)  # fmt: skip
+    for _ in range(batches.epoch - 2):
+        reference.on_epoch_end()
+    plans = []
+    for _ in range(2):
+        plans.append([i.tolist() for _, _, i in reference.batches])
+        for index in range(len(reference)):
+            twin.train_on_batch(*reference[index])
+        reference.on_epoch_end()
+    assert plans[0] != plans[1]  # two epochs, two orders
+    for a, b in zip(model.get_weights(), twin.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("multiple, width", [(2, 8), (4, 8), (8, 8), (4, None)])
