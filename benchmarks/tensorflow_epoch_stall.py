@@ -1,7 +1,8 @@
 """Does an epoch of `fit` on TensorFlow wait for tf.data's autotuning? Keras reads a
 `keras.utils.PyDataset` of one worker through `tf.data.Dataset.from_generator(...)
 .prefetch(tf.data.AUTOTUNE)`, and makes a new iterator for every epoch. Dropping the old one
-waits for the autotuning thread, which sleeps between its rounds and is not woken: the next epoch's first batch starts that much later.
+waits for the autotuning thread, which sleeps between its rounds and is not woken: the next
+epoch's first batch starts that much later.
 `BucketedBatches` on TensorFlow defaults to two worker threads, which Keras reads through its
 own queue with tf.data's autotuning off.
 
