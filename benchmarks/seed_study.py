@@ -122,8 +122,9 @@ def settings(recipe):
     return {**BASE, **recipe}
 
 
-def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8):
-    """The recipe's batches: `BucketedBatches` of 2,048 tokens of the texts' subword ids."""
+def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8, **kwargs):
+    """The recipe's batches: `BucketedBatches` of 2,048 tokens of the texts' subword ids
+    (`kwargs`: `BucketedBatches`' others, `workers` say)."""
     from keras_luong import BucketedBatches
 
     return BucketedBatches(
@@ -133,6 +134,7 @@ def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8):
         bucket_width=bucket_width,
         shuffle=shuffle,
         seed=seed,
+        **kwargs,
     )
 
 

@@ -60,22 +60,17 @@ def fit_epochs(args, workers):
     """`(waits, epochs)`: per epoch, the seconds from its start to its first batch, and its
     seconds, for `fit` on `BucketedBatches` with `workers` (None: its default)."""
     import keras
-    from opennmt_side_by_side import read_lines, recipe_model
+    from opennmt_side_by_side import path, read_lines, recipe_model
+    from seed_study import bucketed
 
-    from keras_luong import BucketedBatches, SubwordVocabulary
+    from keras_luong import SubwordVocabulary
 
-    with open(os.path.join(args.workdir, "pieces.model"), "rb") as f:
+    with open(path(args, "pieces.model"), "rb") as f:
         subwords = SubwordVocabulary(f.read())
     sources = read_lines(args, "train.src.txt")[: args.pairs]
     targets = read_lines(args, "train.tgt.txt")[: args.pairs]
     extra = {} if workers is None else {"workers": workers}
-    batches = BucketedBatches(
-        [subwords.encode(s) for s in sources],
-        [subwords.encode(t) for t in targets],
-        tokens_per_batch=2048,
-        seed=0,
-        **extra,
-    )
+    batches = bucketed(subwords, sources, targets, True, 0, "auto", **extra)
     model = recipe_model(subwords, 0)
     waits, epochs = [], []
 

@@ -103,8 +103,8 @@ class BucketedBatches(keras.utils.PyDataset):
         batch_multiple=None,
         **kwargs,
     ):
-        reading_set = {"workers", "use_multiprocessing"} & set(kwargs)
-        if keras.backend.backend() == "tensorflow" and not reading_set:
+        given = {"workers", "use_multiprocessing"} & set(kwargs)
+        if keras.backend.backend() == "tensorflow" and not given:
             kwargs["workers"] = TENSORFLOW_WORKERS
         super().__init__(**kwargs)
         if isinstance(source_ids, PreparedCorpus):
@@ -159,27 +159,27 @@ class BucketedBatches(keras.utils.PyDataset):
         self.start_token = start_token
         self.end_token = end_token
         # A pair's length: the longer of its source and its target with the end id.
-        lengths = np.maximum(np.maximum(source_lengths, target_lengths.astype("int64") + 1), 1)
-        self.lengths = lengths
-        self.buckets = []
+        self.lengths = np.maximum(np.maximum(source_lengths, target_lengths.astype("int64") + 1), 1)
+        self.buckets = [] if bucket_width is None else self._buckets()
         self.epoch = 0
-        if bucket_width is None:
-            self._plan()
-            return
-        bucket_of = bucket_width * -(-lengths // bucket_width)
-        # (length, batch size, pair indices) per bucket, longest first. A bucket of n pairs
-        # needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
-        # ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler.
-        # Sizes are rounded up to a multiple of `batch_multiple` (beyond the budget if the
-        # budget holds fewer rows than that).
-        multiple = self.batch_multiple
+        self._plan()
+
+    def _buckets(self):
+        """`(length, batch size, pair indices)` per bucket, longest first. A bucket of n pairs
+        needs k = ceil(n / most) batches of at most `most` pairs; they are made equal,
+        ceil(n / k) pairs each, so that at most k - 1 rows of a bucket are filler. Sizes are
+        rounded up to a multiple of `batch_multiple` (beyond the budget if the budget holds
+        fewer rows than that)."""
+        width, multiple = self.bucket_width, self.batch_multiple
+        bucket_of = width * -(-self.lengths // width)
+        buckets = []
         for length in np.unique(bucket_of)[::-1].tolist():
             indices = np.flatnonzero(bucket_of == length)
-            most = max(1, tokens_per_batch // length)
+            most = max(1, self.tokens_per_batch // length)
             size = math.ceil(len(indices) / math.ceil(len(indices) / most))
             size = multiple * math.ceil(size / multiple)
-            self.buckets.append((length, size, indices))
-        self._plan()
+            buckets.append((length, size, indices))
+        return buckets
 
     def _plan(self):
         """The epoch's batches: `(length, batch size, pair indices)`, in the order served."""
