@@ -33,8 +33,9 @@ It prints, per engine and thread count:
   and its accuracy at an epoch's end is read off between the two nearest validations, its
   epoch counted from the sentences its log reports;
 - training speed in target tokens per second (real tokens and the end token): keras-luong's
-  over its last epoch's training batches (every shape compiled by then), OpenNMT-py's the
-  median of its log intervals after the first, validation excluded;
+  the median of its epochs after the first (every shape compiled by then; the first alone
+  with `--epochs 1`), over the training batches, OpenNMT-py's the median of its log intervals
+  after the first, validation excluded in both;
 - keras-luong's first epoch's speed too, which holds the compiling of one train function per
   batch shape (JAX, and TensorFlow with XLA; TensorFlow without it traces one per shape);
 - parameters of each model.
@@ -304,7 +305,8 @@ def keras_worker(args):
         "parameters": model.count_params(),
         "epochs": clock.epochs,
         "val_accuracy": [e["val_accuracy"] for e in clock.epochs],
-        "tokens_per_second": train_tokens / clock.epochs[-1]["train_seconds"],
+        "tokens_per_second": train_tokens
+        / statistics.median(e["train_seconds"] for e in clock.epochs[1:] or clock.epochs),
         "first_epoch_tokens_per_second": train_tokens / clock.epochs[0]["train_seconds"],
         "steps_per_epoch": len(train),
         "target_tokens_per_epoch": train_tokens,
