@@ -37,8 +37,10 @@ class BucketedBatches(keras.utils.PyDataset):
     padding, at the price of a new shape for almost every batch: for a train step that is not
     compiled per shape (torch; TensorFlow without XLA, whose traced step Keras generalises to
     any shape), not for XLA (JAX; TensorFlow with `jit_compile=True`), which compiles the
-    step anew for every shape. The default, `"auto"`, takes `None` on torch, whose steps run
-    op by op, and 8 on JAX and TensorFlow, whose steps are compiled.
+    step anew for every shape. The default, `"auto"`, follows Keras' own default for
+    `jit_compile`: 8 where it compiles the train step with XLA (JAX; TensorFlow with a GPU or
+    TPU), `None` where it does not (torch, whose steps run op by op; TensorFlow on CPUs
+    alone). Pass 8 if you compile with `jit_compile=True` on a CPU.
 
     Yields `((source, target_in), target_out)` int32 arrays: `target_in` is the target after
     the start id, `target_out` the target before the end id, as `LuongSeq2Seq` trains on.
@@ -53,7 +55,8 @@ class BucketedBatches(keras.utils.PyDataset):
             this (a batch has at least one pair). Defaults to 4096.
         bucket_width: Bucket lengths are multiples of this; `None`: no buckets, every batch
             padded to its own longest source and target (see above). Defaults to `"auto"`:
-            `None` on torch, 8 on JAX and TensorFlow.
+            8 on JAX and on TensorFlow with a GPU or TPU, `None` on torch and on TensorFlow
+            with CPUs alone.
         shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`. (Keras'
             `fit` shuffles a `PyDataset`'s batches once more with Python's `random` unless
             called with `shuffle=False`: pass it for the seed's order.)
@@ -342,10 +345,19 @@ def length_sorted_batches(lengths, batch_size, multiple=8, tokens_per_batch=None
 
 
 def auto_bucket_width():
-    """`BucketedBatches`' `bucket_width="auto"`: `None` (every batch a shape of its own) on
-    torch, whose train step runs op by op; 8 (a few shapes, each compiled once) on JAX and
-    TensorFlow, whose train steps are compiled per shape."""
-    return None if keras.backend.backend() == "torch" else 8
+    """`BucketedBatches`' `bucket_width="auto"`: 8 (a few shapes, each compiled once) where
+    Keras compiles the train step with XLA by default (JAX; TensorFlow with a GPU or TPU);
+    `None` (every batch a shape of its own, less padding) where it does not (torch, whose
+    step runs op by op; TensorFlow on a machine of CPUs alone, where Keras leaves XLA off and
+    its traced step takes any shape)."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        return None
+    if backend == "tensorflow":
+        devices = keras.distribution.list_devices()  # accelerators if any, else the CPUs
+        if all(device.startswith("cpu") for device in devices):
+            return None
+    return 8
 
 
 def replica_count():

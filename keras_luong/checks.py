@@ -295,8 +295,10 @@ class TokenIdChecks:
         xla = self.jit_compile and keras.backend.backend() != "torch"
         if xla and getattr(x, "bucket_width", 0) is None:
             warnings.warn(
-                "x is BucketedBatches(bucket_width=None), every batch padded to a shape of its "
-                "own, and the model compiles its train step with XLA (jit_compile=True), "
+                'x is BucketedBatches(bucket_width=None) (which its default, "auto", takes '
+                "where Keras leaves XLA off: torch, TensorFlow on CPUs alone), every batch "
+                "padded to a shape of its own, and the model compiles its train step with XLA "
+                "(jit_compile=True), "
                 "anew for every shape. Pass bucket_width=8 (a few shapes) to BucketedBatches, "
                 "or, on TensorFlow, compile the model with jit_compile=False.",
                 stacklevel=2,

@@ -126,14 +126,36 @@ def test_unbucketed_batches_are_greedy_and_padded_to_their_own_longest():
 
 
 def test_auto_bucket_width_buckets_where_steps_are_compiled():
-    """`bucket_width="auto"` (the default): no buckets on torch, width 8 on JAX and
-    TensorFlow; the batches are those of the width it takes."""
+    """`bucket_width="auto"` (the default): width 8 exactly where Keras' own default
+    (`jit_compile="auto"`) compiles the train step with XLA, which compiles it per shape
+    (JAX); no buckets where it does not (torch; TensorFlow on a machine without a GPU). The
+    batches are those of the width it takes."""
     sources, targets = random_pairs(60, seed=2)
-    expected = None if keras.backend.backend() == "torch" else 8
+    words = Vocabulary([str(i) for i in range(46)])
+    model = tiny_model(words)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    expected = 8 if model.jit_compile else None
+    backend = keras.backend.backend()  # Keras' torch backend lists no devices
+    if backend == "torch" or all(d.startswith("cpu") for d in keras.distribution.list_devices()):
+        assert model.jit_compile == (backend == "jax")
     auto = BucketedBatches(sources, targets, 128, seed=4)
     explicit = BucketedBatches(sources, targets, 128, bucket_width=expected, seed=4)
     assert auto.bucket_width == expected
     assert [i.tolist() for _, _, i in auto.batches] == [i.tolist() for _, _, i in explicit.batches]
+
+
+def test_auto_bucket_width_buckets_on_tensorflow_with_an_accelerator(monkeypatch):
+    """Where TensorFlow sees a GPU (or TPU), Keras compiles its train step with XLA by
+    default, and `"auto"` takes buckets of 8; with CPUs alone, none."""
+    from keras_luong import batching
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("TensorFlow's resolution; JAX and torch are covered above")
+    sources, targets = random_pairs(20, seed=2)
+    for devices, expected in [(["gpu:0", "gpu:1"], 8), (["tpu:0"], 8), (["cpu:0"], None)]:
+        monkeypatch.setattr(keras.distribution, "list_devices", lambda d=devices: d)
+        assert batching.auto_bucket_width() == expected, devices
+        assert BucketedBatches(sources, targets, 64).bucket_width == expected, devices
 
 
 def test_fit_warns_of_unbucketed_batches_under_xla():
