@@ -298,9 +298,9 @@ class TokenIdChecks:
                 'x is BucketedBatches(bucket_width=None) (which its default, "auto", takes '
                 "where Keras leaves XLA off: torch, TensorFlow on CPUs alone), every batch "
                 "padded to a shape of its own, and the model compiles its train step with XLA "
-                "(jit_compile=True), "
-                "anew for every shape. Pass bucket_width=8 (a few shapes) to BucketedBatches, "
-                "or, on TensorFlow, compile the model with jit_compile=False.",
+                "(jit_compile=True), anew for every shape. Pass bucket_width=8 (a few shapes) "
+                "to BucketedBatches, or, on TensorFlow, compile the model with "
+                "jit_compile=False.",
                 stacklevel=2,
             )
         validation = kwargs.get("validation_data")

@@ -125,14 +125,18 @@ def test_unbucketed_batches_are_greedy_and_padded_to_their_own_longest():
     assert batches.padding_share() < bucketed.padding_share() / 2
 
 
+def fifty_id_model():
+    """A tiny model over ids 0 to 49 (46 words and the 4 special ids)."""
+    return tiny_model(Vocabulary([str(i) for i in range(46)]))
+
+
 def test_auto_bucket_width_buckets_where_steps_are_compiled():
     """`bucket_width="auto"` (the default): width 8 exactly where Keras' own default
     (`jit_compile="auto"`) compiles the train step with XLA, which compiles it per shape
     (JAX); no buckets where it does not (torch; TensorFlow on a machine without a GPU). The
     batches are those of the width it takes."""
     sources, targets = random_pairs(60, seed=2)
-    words = Vocabulary([str(i) for i in range(46)])
-    model = tiny_model(words)
+    model = fifty_id_model()
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     expected = 8 if model.jit_compile else None
     backend = keras.backend.backend()  # Keras' torch backend lists no devices
@@ -164,8 +168,7 @@ def test_fit_warns_of_unbucketed_batches_under_xla():
     import warnings
 
     sources, targets = random_pairs(6, longest=5)
-    words = Vocabulary([str(i) for i in range(46)])
-    model = tiny_model(words)
+    model = fifty_id_model()
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=keras.backend.backend() != "torch")  # fmt: skip
     unbucketed = BucketedBatches(sources, targets, 64, bucket_width=None)
@@ -227,8 +230,7 @@ def test_bucketing_takes_integral_floats_and_no_seed():
 def twin_models(batches):
     """Two tiny models (ids 0 to 49) with the same weights and built optimizers: one to
     `fit`, one to train a batch at a time."""
-    words = Vocabulary([str(i) for i in range(46)])  # ids 0 to 49
-    model, twin = tiny_model(words), tiny_model(words)
+    model, twin = fifty_id_model(), fifty_id_model()
     (source, target_in), target_out = batches[0]
     for m in (model, twin):
         m.test_on_batch((source[:1], target_in[:1]), target_out[:1])  # builds the optimizer too
@@ -372,7 +374,7 @@ def test_fit_refuses_batches_whose_ids_pass_the_vocabulary():
     sources[3] = [*sources[3], 99]
     bad = BucketedBatches(sources, targets, tokens_per_batch=32, shuffle=False)
     assert bad.largest_ids[0] == 99
-    model = tiny_model(Vocabulary([str(i) for i in range(46)]))  # ids 0 to 49
+    model = fifty_id_model()
     with pytest.raises(
         ValueError, match=r"source ids reach 99, past the model's source_vocabulary_size=50"
     ):
@@ -415,7 +417,7 @@ def test_fit_refuses_a_first_batch_whose_ids_pass_the_vocabulary(kind, bad_side)
             ),
         )
 
-    model = tiny_model(Vocabulary([str(i) for i in range(46)]))  # ids 0 to 49
+    model = fifty_id_model()
     bad, good = source_of(first_batches(bad_side)), source_of(first_batches(None))
     with pytest.raises(ValueError, match=rf"first batch has bad token ids.*{bad_side}.*to 99"):
         model.fit(bad, epochs=1, verbose=0)
