@@ -78,10 +78,10 @@ def batch_data(vocabulary=1000, batch=64, length=30):
     return source, target
 
 
-def train_step_arguments(doc):
+def train_step_arguments(doc, parser=None):
     """The options of a benchmark that times the recipe's training step two ways in one run:
-    `--rounds`, `--calls` and `--vocabulary` (both sides)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    `--rounds`, `--calls` and `--vocabulary` (both sides), added to `parser` if given."""
+    parser = parser or argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--vocabulary", type=int, default=8000)

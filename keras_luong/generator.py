@@ -212,10 +212,37 @@ def sequence_logits(dense, sequence):
     `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
     product of a vocabulary-sized output layer into a much slower program than the matrix's;
     the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
-    (`benchmarks/output_layer.py`). Other backends run the same either way."""
+    (`benchmarks/output_layer.py`). Other backends run the same either way.
+
+    On torch a plain float32 `Dense` adds its bias inside the product: the matrix gets a
+    column of ones and the kernel the bias as its last row, so one matrix product gives
+    `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
+    gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
+    and sums their gradient in another (`benchmarks/output_layer.py --other separate-bias`).
+    """
     batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
-    logits = dense(ops.reshape(sequence, (-1, sequence.shape[-1])))
+    rows = ops.reshape(sequence, (-1, sequence.shape[-1]))
+    if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
+        ones = ops.ones_like(rows[:, :1])
+        kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)
+        logits = ops.matmul(ops.concatenate([rows, ones], axis=-1), kernel)
+    else:
+        logits = dense(rows)
     return ops.reshape(logits, (batch, steps, logits.shape[-1]))
+
+
+def plain_float32_dense(dense):
+    """Whether `dense` is a built float32 `Dense` (not a subclass) with a bias, no activation
+    and no quantisation: its output is `x @ dense.kernel + dense.bias`, which can then be
+    computed from its weights directly."""
+    return (
+        same_class(dense, keras.layers.Dense)
+        and dense.built
+        and dense.use_bias
+        and dense.activation is keras.activations.linear
+        and dense.quantization_mode is None
+        and dense.compute_dtype == dense.variable_dtype == "float32"
+    )
 
 
 def step_logits(dense, attentional, logits_bias=None):
@@ -225,15 +252,7 @@ def step_logits(dense, attentional, logits_bias=None):
     wherever it is not the masked score)."""
     if logits_bias is None:
         return step_call(dense, attentional)
-    if (
-        same_class(dense, keras.layers.Dense)
-        and dense.built
-        and dense.use_bias
-        and dense.activation is keras.activations.linear
-        and dense.quantization_mode is None
-        and dense.compute_dtype == dense.variable_dtype == "float32"
-        and ops.is_tensor(attentional)
-    ):
+    if plain_float32_dense(dense) and ops.is_tensor(attentional):
         bias = ops.convert_to_tensor(dense.bias) + logits_bias
         return ops.matmul(attentional, dense.kernel) + bias
     return ops.cast(step_call(dense, attentional), "float32") + logits_bias

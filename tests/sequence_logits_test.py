@@ -34,9 +34,25 @@ def test_values_equal_the_numpy_product():
     assert_allclose(layer(x), np.tanh(x @ kernel + bias), atol=1e-6)
 
 
+@pytest.mark.parametrize("form", ["plain", "no bias", "lora"])
+def test_linear_forms_equal_the_numpy_product(form):
+    """A plain float32 `Dense` (on torch its bias added inside the product, as a row of the
+    kernel), one without a bias, and one with LoRA enabled (its kernel plus `A @ B`), against
+    numpy's `x @ kernel + bias`."""
+    dense = keras.layers.Dense(V, use_bias=form != "no bias", bias_initializer="random_normal")
+    dense.build((None, D))
+    if form == "lora":
+        dense.enable_lora(2, b_initializer="random_normal")
+    x = random((B, T, D), seed=4)
+    expected = x @ to_numpy(dense.kernel) + (0 if form == "no bias" else to_numpy(dense.bias))
+    assert np.abs(expected).max() > 0.1
+    assert_allclose(sequence_logits(dense, keras.ops.convert_to_tensor(x)), expected, atol=1e-6)
+
+
 def test_gradients_equal_the_numpy_gradients():
     """Of sum(outputs * r): r's product with the inputs for the kernel, its sum for the bias,
-    its product with the kernel for the inputs."""
+    its product with the kernel for the inputs (on torch through the product that holds the
+    bias as the kernel's last row)."""
     layer = SequenceLogits()
     x, r = random((B, T, D), seed=2), random((B, T, V), seed=3)
     layer.build(x.shape)
