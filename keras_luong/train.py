@@ -32,6 +32,13 @@ def main(argv=None):
     parser.add_argument("--valid-target", help="validation references, aligned with it")
     parser.add_argument("--epochs", type=int, default=30, help="at most this many (default: 30)")
     parser.add_argument("--tokens-per-batch", type=int, default=2048, help="default: 2048")
+    parser.add_argument(
+        "--bucket-width",
+        default="auto",
+        help="batches of sentences whose lengths round up to the same multiple of this; none: "
+        "no buckets, each batch padded to its own longest; auto (the default): 8 where Keras "
+        "compiles the training step with XLA (JAX; TensorFlow with a GPU), none elsewhere",
+    )
     parser.add_argument("--units", type=int, default=256, help="LSTM units (default: 256)")
     parser.add_argument("--embedding-dim", type=int, default=128, help="default: 128")
     parser.add_argument("--dropout", type=float, default=0.3, help="default: 0.3")
@@ -80,6 +87,7 @@ def main(argv=None):
             parser.error(
                 f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}"
             )
+    args.bucket_width = _bucket_width(parser, args.bucket_width)
     for name in ("learning_rate", "clip_norm", "init_scale"):
         if not getattr(args, name) > 0:
             parser.error(
@@ -105,6 +113,19 @@ def main(argv=None):
     return 0
 
 
+def _bucket_width(parser, text):
+    """`--bucket-width`'s value for `BucketedBatches`: "auto", `None` or a positive width."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        width = int(text)
+    except ValueError:
+        width = 0
+    if width < 1:
+        parser.error(f"--bucket-width must be auto, none or at least 1. Received: {text}")
+    return width
+
+
 def train(args):
     """The recipe, from the parsed `args`."""
     import keras
@@ -119,7 +140,12 @@ def train(args):
     corpus = PreparedCorpus(args.corpus)
     vocabulary = corpus.vocabulary
     keras.utils.set_random_seed(args.seed)
-    batches = BucketedBatches(corpus, tokens_per_batch=args.tokens_per_batch, seed=args.seed)
+    batches = BucketedBatches(
+        corpus,
+        tokens_per_batch=args.tokens_per_batch,
+        bucket_width=args.bucket_width,
+        seed=args.seed,
+    )
     model = LuongSeq2Seq(
         len(vocabulary),
         len(vocabulary),
@@ -142,7 +168,11 @@ def train(args):
         source_ids = [vocabulary.encode(s) for s in sources]
         target_ids = [vocabulary.encode(t) for t in targets]
         validation = BucketedBatches(
-            source_ids, target_ids, tokens_per_batch=args.tokens_per_batch, shuffle=False
+            source_ids,
+            target_ids,
+            tokens_per_batch=args.tokens_per_batch,
+            bucket_width=args.bucket_width,
+            shuffle=False,
         )
         watched = keras.utils.pad_sequences(source_ids[:200], padding="post")
         watched_in = keras.utils.pad_sequences(

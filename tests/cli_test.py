@@ -189,13 +189,13 @@ def prepared(tmp_path):
     return str(tmp_path / "corpus"), valid_source, valid_target
 
 
-def the_documented_recipe(corpus_folder, valid_source, valid_target):
+def the_documented_recipe(corpus_folder, valid_source, valid_target, bucket_width="auto"):
     """The translation guide's recipe written out by hand, at the test's sizes (units 8,
     embeddings 4, 2 epochs, batches of 64 tokens)."""
     corpus = PreparedCorpus(corpus_folder)
     subwords = corpus.vocabulary
     keras.utils.set_random_seed(0)
-    train = BucketedBatches(corpus, tokens_per_batch=64, seed=0)
+    train = BucketedBatches(corpus, tokens_per_batch=64, bucket_width=bucket_width, seed=0)
     model = LuongSeq2Seq(
         len(subwords),
         len(subwords),
@@ -214,7 +214,9 @@ def the_documented_recipe(corpus_folder, valid_source, valid_target):
     target_ids = [subwords.encode(t) for t in targets]
     history = model.fit(
         train,
-        validation_data=BucketedBatches(source_ids, target_ids, 64, shuffle=False),
+        validation_data=BucketedBatches(
+            source_ids, target_ids, 64, bucket_width=bucket_width, shuffle=False
+        ),
         epochs=2,
         callbacks=[
             AttentionCallback(
@@ -233,17 +235,31 @@ def the_documented_recipe(corpus_folder, valid_source, valid_target):
     return model, history.history
 
 
-def test_train_is_the_documented_recipe(prepared, tmp_path):
+@pytest.mark.parametrize("bucket_width", ["auto", "4", "none"])
+def test_train_is_the_documented_recipe(prepared, tmp_path, bucket_width):
     """The command line trains the weights, and logs the figures, of the guide's recipe
-    followed by hand; the file it writes loads with the corpus's vocabulary and translates
-    as that model does."""
+    followed by hand, on the batches `--bucket-width` asks for (its default, "auto", is
+    `BucketedBatches`'); the file it writes loads with the corpus's vocabulary and
+    translates as that model does."""
     corpus, valid_source, valid_target = prepared
     out, log = str(tmp_path / "model.keras"), str(tmp_path / "log.csv")
     argv = ["--corpus", corpus, "--out", out, "--valid-source", valid_source]
     argv += ["--valid-target", valid_target, "--epochs", "2", "--units", "8"]
     argv += ["--embedding-dim", "4", "--tokens-per-batch", "64", "--log", log, "--quiet"]
+    if bucket_width != "auto":
+        argv += ["--bucket-width", bucket_width]
     assert train_cli.main(argv) == 0
-    model, history = the_documented_recipe(corpus, valid_source, valid_target)
+    width = {"auto": "auto", "4": 4, "none": None}[bucket_width]
+    if bucket_width == "4":  # batches of their own, so the flag shows in the figures
+        shapes = [
+            [
+                b[0][0].shape
+                for b in BucketedBatches(PreparedCorpus(corpus), None, 64, bucket_width=w)
+            ]
+            for w in (4, "auto")
+        ]
+        assert shapes[0] != shapes[1]
+    model, history = the_documented_recipe(corpus, valid_source, valid_target, width)
     with open(log, encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
@@ -270,6 +286,8 @@ def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
         (["--corpus", corpus, "--out", out, "--dropout", "1.5"], "--dropout must be in [0, 1)"),
         (["--corpus", corpus, "--out", out, "--clip-norm", "0"], "--clip-norm must be positive"),
         (["--corpus", corpus, "--out", out, "--alignment", "diagonal"], "alignment='diagonal'"),
+        (["--corpus", corpus, "--out", out, "--bucket-width", "0"], "Received: 0"),
+        (["--corpus", corpus, "--out", out, "--bucket-width", "wide"], "auto, none or at"),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_:
