@@ -13,12 +13,16 @@ smoothing 0.1, batches of 2,048 tokens (batch size × the longer side, padded: e
 batcher, both sorting pairs by length). keras-luong's side is the translation page's recipe as
 written (`ReduceLROnPlateau` included; no `BleuCallback`, which OpenNMT-py's validation does
 not do either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`, `input_feed 1`,
-`param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`.
+`param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`, and a
+`bucket_size` of the training pairs: OpenNMT-py sorts and batches each bucket of that many
+examples, one pass over the corpus, as keras-luong sorts an epoch (its default bucket of
+262,144 examples is 87 passes over 3,000 pairs, and its training stops for minutes while it
+reads them).
 
 `--engines tensorflow-xla` trains on TensorFlow with `jit_compile=True` (XLA), which Keras
 leaves off by default on a machine without a GPU. `--bucket-width` sets keras-luong's
 `BucketedBatches(bucket_width=...)`: `auto` by default, as the recipe leaves it (no buckets on
-torch, buckets of 8 on JAX and TensorFlow); `none` batches as OpenNMT-py does.
+torch and on TensorFlow without a GPU, buckets of 8 on JAX); `none` batches as OpenNMT-py does.
 
 Each run is a process pinned to its cores (`taskset`: core 1 for one thread, cores 0-1 for two)
 with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for torch and
@@ -334,10 +338,14 @@ def worker_result(command, env, name):
 # ----------------------------------------------------------------------------- OpenNMT-py
 
 
-def onmt_config(args, threads, train_steps, vocabulary):
+def onmt_config(args, threads, train_steps, vocabulary, bucket_size=None):
+    """OpenNMT-py's configuration of the recipe; `bucket_size`, if given, the examples it reads
+    into a bucket before it sorts and batches them (its default, 262,144, is 87 passes over
+    3,000 pairs, read in minutes between two steps)."""
     w = os.path.abspath(args.workdir)
     # Reports end at every validation, so that the sentences counted so far are exact there.
     report_every = 25 if args.valid_steps % 25 == 0 else args.valid_steps
+    bucket = "" if bucket_size is None else f"bucket_size: {bucket_size}\n"
     return f"""\
 save_data: {w}/onmt-{threads}
 src_vocab: {vocabulary}
@@ -376,7 +384,7 @@ train_steps: {train_steps}
 valid_steps: {args.valid_steps}
 report_every: {report_every}
 seed: {args.seed}
-"""
+{bucket}"""
 
 
 ONMT_STEP = re.compile(
@@ -404,7 +412,9 @@ def run_opennmt(args, threads, pairs):
     train_steps = math.ceil(1.15 * args.epochs * (steps + 1)) + args.valid_steps
     config = path(args, f"onmt-{threads}.yaml")
     with open(config, "w") as f:
-        f.write(onmt_config(args, threads, train_steps, os.path.abspath(vocabulary)))
+        # A bucket of one pass over the corpus: each epoch sorted by length and batched once,
+        # as keras-luong's batches are without buckets.
+        f.write(onmt_config(args, threads, train_steps, os.path.abspath(vocabulary), pairs))
     onmt = [args.onmt_python, "-c"]
     build_onmt_vocabulary(args, config, env)
     started = time.perf_counter()
