@@ -109,11 +109,10 @@ def common_parser(doc, workdir, valid_pairs):
 
 
 def bucket_width(text):
-    """`--bucket-width`: `auto`, a width, or `none`."""
-    text = text.lower()
-    if text == "none":
-        return None
-    return text if text == "auto" else int(text)
+    """`--bucket-width`: `auto`, a width, or `none`, as `python -m keras_luong.train` reads it."""
+    from keras_luong.train import bucket_width_argument
+
+    return bucket_width_argument(text)
 
 
 def batching_flag(args):

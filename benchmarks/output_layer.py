@@ -55,8 +55,8 @@ def main():
     def other_form(dense, x):
         if other == "sequence":  # the output layer called on the sequence, as a `Dense` is
             return dense(x)
-        rows = dense(keras.ops.reshape(x, (-1, x.shape[-1])))  # Keras' matmul, then the add
-        return keras.ops.reshape(rows, (*keras.ops.shape(x)[:2], rows.shape[-1]))
+        rows = dense(ops.reshape(x, (-1, x.shape[-1])))  # Keras' matmul, then the add
+        return ops.reshape(rows, (*ops.shape(x)[:2], rows.shape[-1]))
 
     seq2seq.sequence_logits = lambda dense, x: (
         other_form(dense, x) if dense is other_layer else matrix_form(dense, x)

@@ -34,6 +34,7 @@ def main(argv=None):
     parser.add_argument("--tokens-per-batch", type=int, default=2048, help="default: 2048")
     parser.add_argument(
         "--bucket-width",
+        type=bucket_width_argument,
         default="auto",
         help="batches of sentences whose lengths round up to the same multiple of this; none: "
         "no buckets, each batch padded to its own longest; auto (the default): 8 where Keras "
@@ -87,7 +88,6 @@ def main(argv=None):
             parser.error(
                 f"--{name.replace('_', '-')} must be at least 1. Received: {getattr(args, name)}"
             )
-    args.bucket_width = _bucket_width(parser, args.bucket_width)
     for name in ("learning_rate", "clip_norm", "init_scale"):
         if not getattr(args, name) > 0:
             parser.error(
@@ -113,17 +113,14 @@ def main(argv=None):
     return 0
 
 
-def _bucket_width(parser, text):
-    """`--bucket-width`'s value for `BucketedBatches`: "auto", `None` or a positive width."""
+def bucket_width_argument(text):
+    """`--bucket-width`'s value for `BucketedBatches`, as an argparse type: "auto", `None`
+    for "none", or a positive width."""
     if text.lower() in ("auto", "none"):
         return None if text.lower() == "none" else "auto"
-    try:
-        width = int(text)
-    except ValueError:
-        width = 0
-    if width < 1:
-        parser.error(f"--bucket-width must be auto, none or at least 1. Received: {text}")
-    return width
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be auto, none or at least 1. Received: {text}")
+    return int(text)
 
 
 def train(args):
