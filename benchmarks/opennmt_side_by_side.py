@@ -6,13 +6,14 @@
 
 Both sides train the same model on the same SentencePiece pieces (one vocabulary of
 `--vocabulary-size` pieces for both languages, trained here; OpenNMT-py reads the pieces as
-text): a bidirectional LSTM encoder of 256 units (128 a direction), an LSTM decoder of 256
-units with global attention, general score and input feeding, embeddings of 128, dropout 0.3,
-every weight uniform in ±0.1, Adam at 2·10⁻³ with the gradient clipped at global norm 5, label
-smoothing 0.1, batches of 2,048 tokens (batch size × the longer side, padded: each engine's own
-batcher, both sorting pairs by length). keras-luong's side is the translation page's recipe as
-written (`ReduceLROnPlateau` included; no `BleuCallback`, which OpenNMT-py's validation does
-not do either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`, `input_feed 1`,
+text, and its vocabulary, the pieces its corpus holds, is padded to the same size): a
+bidirectional LSTM encoder of 256 units (128 a direction), an LSTM decoder of 256 units with
+global attention, general score and input feeding, embeddings of 128, dropout 0.3, every weight
+uniform in ±0.1, Adam at 2·10⁻³ with the gradient clipped at global norm 5, label smoothing
+0.1, batches of 2,048 tokens (batch size × the longer side, padded: each engine's own batcher,
+both sorting pairs by length). keras-luong's side is the translation page's recipe as written
+(`ReduceLROnPlateau` included; no `BleuCallback`, which OpenNMT-py's validation does not do
+either); OpenNMT-py's is `encoder_type brnn`, `global_attention general`, `input_feed 1`,
 `param_init 0.1`, `max_grad_norm 5`, `batch_type tokens`, `batch_size 2048`, and a
 `bucket_size` of the training pairs: OpenNMT-py sorts and batches each bucket of that many
 examples, one pass over the corpus, as keras-luong sorts an epoch (its default bucket of
@@ -42,7 +43,7 @@ It prints, per engine and thread count:
   after the first, validation excluded in both;
 - keras-luong's first epoch's speed too, which holds the compiling of one train function per
   batch shape (JAX, and TensorFlow with XLA; TensorFlow without it traces one per shape);
-- parameters of each model.
+- the vocabulary and parameters of each model.
 """
 
 import argparse
@@ -306,6 +307,7 @@ def keras_worker(args):
     )
     return {
         "parameters": model.count_params(),
+        "vocabulary": len(subwords),
         "epochs": clock.epochs,
         "val_accuracy": [e["val_accuracy"] for e in clock.epochs],
         "tokens_per_second": train_tokens
@@ -340,7 +342,13 @@ def worker_result(command, env, name):
 def onmt_config(args, threads, train_steps, vocabulary, bucket_size=None):
     """OpenNMT-py's configuration of the recipe; `bucket_size`, if given, the examples it reads
     into a bucket before it sorts and batches them (its default, 262,144, is 87 passes over
-    3,000 pairs, read in minutes between two steps)."""
+    3,000 pairs, read in minutes between two steps).
+
+    Its vocabulary is padded to `--vocabulary-size` entries (`vocab_size_multiple`), the size
+    of keras-luong's: OpenNMT-py keeps only the pieces its corpus holds, plus its four special
+    tokens, rounded up to a multiple of 8 by default (7,280 of the 8,000 on the long corpus's
+    first 3,000 pairs), which would leave its embeddings and output layer narrower than the
+    model it is compared with."""
     w = os.path.abspath(args.workdir)
     # Reports end at every validation, so that the sentences counted so far are exact there.
     report_every = 25 if args.valid_steps % 25 == 0 else args.valid_steps
@@ -383,6 +391,7 @@ train_steps: {train_steps}
 valid_steps: {args.valid_steps}
 report_every: {report_every}
 seed: {args.seed}
+vocab_size_multiple: {args.vocabulary_size}
 {bucket}"""
 
 
@@ -392,6 +401,7 @@ ONMT_STEP = re.compile(
 )
 ONMT_VALID = re.compile(r"Validation accuracy: ([\d.]+)")
 ONMT_PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
+ONMT_VOCABULARY = re.compile(r"\* tgt vocab size = (\d+)")
 
 
 def run_opennmt(args, threads, pairs):
@@ -462,6 +472,7 @@ def read_onmt_log(log, pairs, epochs, wall):
         curve.append(a0 + (a1 - a0) * (epoch - e0) / (e1 - e0))
     return {
         "parameters": int(ONMT_PARAMETERS.search(log).group(1)),
+        "vocabulary": int(ONMT_VOCABULARY.search(log).group(1)),
         "val_accuracy": curve,
         "tokens_per_second": statistics.median(plain or intervals),
         "first_epoch_tokens_per_second": None,
@@ -479,10 +490,10 @@ def table(args, results):
         f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}, "
         f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
         "",
-        "| engine | threads | parameters | "
+        "| engine | threads | vocabulary | parameters | "
         + " | ".join(f"val acc ep {e}" for e in epochs)
         + " | target tok/s | first epoch's tok/s | wall min |",
-        "|---|---:|---:|" + "---:|" * len(epochs) + "---:|---:|---:|",
+        "|---|---:|---:|---:|" + "---:|" * len(epochs) + "---:|---:|---:|",
     ]
     for engine, threads, r in results:
         accuracy = [f"{100 * a:.1f}%" for a in r["val_accuracy"]]
@@ -491,7 +502,8 @@ def table(args, results):
         first = "-" if first is None else f"{first:,.0f}"
         name = "OpenNMT-py 3.5.1" if engine == "opennmt" else f"keras-luong ({engine})"
         lines.append(
-            f"| {name} | {threads} | {r['parameters']:,} | {' | '.join(accuracy)} | "
+            f"| {name} | {threads} | {r['vocabulary']:,} | {r['parameters']:,} | "
+            f"{' | '.join(accuracy)} | "
             f"{r['tokens_per_second']:,.0f} | {first} | {r['wall_seconds'] / 60:.1f} |"
         )
     reference = {t: r for e, t, r in results if e == "opennmt"}
