@@ -5,8 +5,10 @@ validation BLEU per epoch, where the time goes, and test BLEU with beam search.
     python benchmarks/budget_side_by_side.py --data ../shared/data/multi30k-en-de \\
         --corpus long --minutes 60 --output budget.md
 
-The corpus, the SentencePiece pieces, the model and the thread settings are those of
-`opennmt_side_by_side.py` (read its docstring), at `--threads` (2 by default) for both. Each
+The corpus, the SentencePiece pieces, the model, OpenNMT-py's configuration (a bucket of one
+pass over the training pairs, its vocabulary padded to keras-luong's size) and the thread
+settings are those of `opennmt_side_by_side.py` (read its docstring), at `--threads` (2 by
+default) for both. Each
 engine trains until `--minutes` have passed on its clock, which runs from the start of its
 training loop (compiling included: keras-luong's `on_train_begin`, OpenNMT-py's "Start training
 loop" line):
@@ -216,7 +218,8 @@ def run_opennmt(args, pairs):
     threads, w = args.threads, os.path.abspath(args.workdir)
     env = side.thread_env("opennmt", threads)
     env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    config = side.onmt_config(args, threads, 10**7, os.path.abspath(side.path(args, "onmt.vocab")))
+    vocabulary = os.path.abspath(side.path(args, "onmt.vocab"))
+    config = side.onmt_config(args, threads, 10**7, vocabulary, bucket_size=pairs)
     config = config.replace(
         "save_checkpoint_steps: 1000000",
         f"save_checkpoint_steps: {args.valid_steps}\nkeep_checkpoint: 2",
