@@ -423,7 +423,8 @@ def run_opennmt(args, threads, pairs):
     with open(config, "w") as f:
         # A bucket of one pass over the corpus: each epoch sorted by length and batched once,
         # as keras-luong's batches are without buckets.
-        f.write(onmt_config(args, threads, train_steps, os.path.abspath(vocabulary), pairs))
+        vocabulary = os.path.abspath(vocabulary)
+        f.write(onmt_config(args, threads, train_steps, vocabulary, bucket_size=pairs))
     onmt = [args.onmt_python, "-c"]
     build_onmt_vocabulary(args, config, env)
     started = time.perf_counter()

@@ -116,8 +116,10 @@ def main(argv=None):
 def bucket_width_argument(text):
     """`--bucket-width`'s value for `BucketedBatches`, as an argparse type: "auto", `None`
     for "none", or a positive width."""
-    if text.lower() in ("auto", "none"):
-        return None if text.lower() == "none" else "auto"
+    if text.lower() == "none":
+        return None
+    if text.lower() == "auto":
+        return "auto"
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be auto, none or at least 1. Received: {text}")
     return int(text)
