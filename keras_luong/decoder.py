@@ -97,7 +97,9 @@ class AttentionDecoder(keras.layers.Layer):
             call = functools.partial(step_call, self.cell)
         else:  # the inputs' part of every step computed at once
             inputs, recurrent = ahead
-            call = functools.partial(self.cell.projected_call, recurrent=recurrent)
+            eager_step = getattr(self.attention, "eager_step", None)  # Luong's global only
+            attend = None if eager_step is None else eager_step(memory, training)
+            call = functools.partial(self.cell.projected_call, recurrent=recurrent, attend=attend)
 
         def step(x_t, states, t, memory):
             attentional, new_states, *weights = call(

@@ -5,7 +5,8 @@ from keras_luong.alignments import register_alignment
 from keras_luong.attention_protocol import Attended
 from keras_luong.base_attention import BaseLuongAttention
 from keras_luong.checks import MASKED_SCORE, check_integer
-from keras_luong.scores import project, score_mode
+from keras_luong.loops import eager_torch, same_class
+from keras_luong.scores import dot_score, project, score_mode
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -168,6 +169,65 @@ class GlobalAttention(BaseLuongAttention):
         weights = self.masked_softmax(scores, None if mask is None else mask[:, None, :])
         context = self.combine(weights, memory["value"], training, draws)
         return Attended(self.attentional_state(context, query), weights, None, state)
+
+    def eager_step(self, memory, training=None):
+        """A function that attends one step, `step(query) -> (output, weights)`: the one-step
+        call's output `(B, d)` and weights `(B, S)` for a query `(B, d_q)`, made once for a
+        prepared `memory`; or `None`, where the layer's call must attend.
+
+        `LuongDecoder` uses it on eager PyTorch, where Keras' cost per operation is a large
+        share of a step's time: the keys are transposed and the mask turned into an additive score
+        once per sequence, and a step is four tensor products, a softmax and the activation,
+        without the call's argument checks and conversions. It is there for the `"dot"` and
+        `"general"` scores in float32 without attention dropout in training, on this class
+        itself (a subclass's `attend` may differ), for tensors of eager torch. The values
+        are the call's: a masked position has `MASKED_SCORE` added to its score where
+        `attend` puts it in its place, and both give it exactly zero weight.
+
+        Args:
+            memory: The prepared source, `prepare(value, value_mask)`.
+            training: Whether the steps are for training (dropout then needs the call).
+        """
+        entry = self._score_entry
+        if (
+            not same_class(self, GlobalAttention)
+            or not eager_torch(memory["value"])
+            or entry.score is not dot_score
+            or entry.reads_state
+            or self.compute_dtype != "float32"
+            or (training and self.dropout > 0)
+        ):
+            return None
+        keys = ops.swapaxes(memory["keys"], -1, -2)  # (B, d, S)
+        value = memory["value"]
+        mask = memory.get("mask")
+        if mask is not None:
+            penalty = ops.where(mask, 0.0, MASKED_SCORE)[:, None, :]  # (B, 1, S)
+            keep = ops.cast(mask, "float32")[:, None, :]
+        scale = None if self.scale is None else ops.convert_to_tensor(self.scale)
+        kernel = None
+        if self.attentional_units:
+            kernel = ops.convert_to_tensor(self.attentional_kernel)
+
+        def step(query):
+            scores_ = query[:, None, :] @ keys  # (B, 1, S)
+            if scale is not None:
+                scores_ = scores_ * scale
+            if value.shape[1] == 1:
+                weights = ops.ones_like(scores_)
+            elif mask is None:
+                weights = ops.softmax(scores_, axis=-1)
+            else:
+                weights = ops.softmax(scores_ + penalty, axis=-1)
+            if mask is not None:
+                weights = weights * keep
+            context = (weights @ value)[:, 0]
+            if kernel is None:
+                return context, weights[:, 0]
+            state = ops.concatenate([context, query], axis=-1) @ kernel
+            return self.attentional_activation(state), weights[:, 0]
+
+        return step
 
     def get_config(self):
         config = super().get_config()

@@ -188,13 +188,20 @@ class InputFeedingCell(AttentionCell):
         step=None,
         training=None,
         return_attention_scores=False,
+        attend=None,
     ):
         """`call` for a step whose input part `project_ahead` computed: `projected` is
-        `x_t W_x + b` `(B, 4 units)`, `recurrent` is `[W_h̃; U]`."""
+        `x_t W_x + b` `(B, 4 units)`, `recurrent` is `[W_h̃; U]`. `attend`, the attention's
+        `eager_step(memory, training)` where it has one, replaces its call."""
         h, c, feed, *attention_state = states
         carried = ops.concatenate([ops.cast(feed, h.dtype), h], axis=-1)
-        z = projected + ops.matmul(carried, recurrent)
+        z = projected + carried @ recurrent
         h, c = lstm_gates(z, c, self.cell.units)
+        if attend is not None:  # an attention without state (`eager_step` makes sure)
+            attentional, weights = attend(h)
+            output = attentional if self.output_attention else h
+            weights = (weights,) if return_attention_scores else ()
+            return (output, [h, c, attentional], *weights)
         return self._attend_after(
             h, [h, c], memory, attention_state, step, training, return_attention_scores
         )

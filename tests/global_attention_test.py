@@ -402,3 +402,73 @@ def test_location_score_with_a_longer_source_than_it_was_built_for():
     assert_allclose(output, expected_output)
     assert_allclose(weights[..., :S], expected_weights)
     assert np.all(weights[..., S:] == 0)
+
+
+@pytest.mark.parametrize("score_mode", ["dot", "general"])
+@pytest.mark.parametrize("use_scale", [False, True])
+@pytest.mark.parametrize("attentional_units", [None, 5])
+@pytest.mark.parametrize("masked", [False, True])
+def test_eager_step_is_the_one_step_call(score_mode, use_scale, attentional_units, masked):
+    """On eager torch `eager_step(memory)` attends one step with what it made once per
+    sequence: its output and weights equal numpy's, and its gradients (query, value and
+    weights) the layer's one-step call's, NaN in the padding included. The compiled backends
+    trace `attend` and get `None`."""
+    query, value = random((B, D), seed=3), random((B, S, D), seed=4)
+    value_mask = length_mask([6, 3, 1], S) if masked else None
+    layer = make_layer(score_mode, use_scale=use_scale, attentional_units=attentional_units)
+    layer(query, value)
+    randomize_scale(layer)
+    if keras.backend.backend() != "torch":
+        assert layer.eager_step(layer.prepare(value, value_mask)) is None
+        return
+    import torch
+
+    expected_output, expected_weights = reference_global(layer, query, value, value_mask)
+    if masked:
+        value[1, 3:] = np.nan  # never read: prepare zeroes the padding
+    probe = torch.tensor(random((B, S), seed=5))
+
+    def run(attend):
+        q, v = torch.tensor(query, requires_grad=True), torch.tensor(value, requires_grad=True)
+        output, weights = attend(q, v)
+        loss = (output * output).sum() + (weights * probe).sum()
+        grads = torch.autograd.grad(loss, [q, v, *(w.value for w in layer.trainable_weights)])
+        return [to_numpy(x) for x in (output, weights, *grads)]
+
+    def eager(q, v):
+        step = layer.eager_step(layer.prepare(v, value_mask), training=True)
+        return step(q)
+
+    def call(q, v):
+        return layer(q, value=v, value_mask=value_mask, return_attention_scores=True)
+
+    fast, slow = run(eager), run(call)
+    assert_allclose(fast[0], expected_output)
+    assert_allclose(fast[1], expected_weights)
+    assert np.isfinite(fast[3]).all()
+    for a, b in zip(fast, slow, strict=True):
+        assert_allclose(a, b, atol=1e-6)
+
+
+def test_eager_step_only_where_it_computes_attend():
+    """`eager_step` is `None` (the layer's call attends) for the scores that are not a dot
+    with the keys, attention dropout in training, another compute dtype, and a subclass
+    (whose `attend` may differ); on torch it is there for dot and general otherwise."""
+    query, value = random((B, D), seed=3), random((B, S, D), seed=4)
+
+    def step(score_mode="general", cls=GlobalAttention, training=None, **kwargs):
+        layer = cls(score_mode=score_mode, max_source_length=S, **kwargs)
+        layer(query, value)
+        return layer.eager_step(layer.prepare(value), training=training)
+
+    class Subclass(GlobalAttention):
+        pass
+
+    on_torch = keras.backend.backend() == "torch"
+    assert (step() is not None) == on_torch
+    assert (step("dot", dropout=0.5) is not None) == on_torch  # not training
+    assert step("dot", dropout=0.5, training=True) is None
+    assert step("concat") is None
+    assert step("location") is None
+    assert step(dtype="mixed_float16") is None
+    assert step(cls=Subclass) is None
