@@ -40,7 +40,8 @@ class BucketedBatches(keras.utils.PyDataset):
     step anew for every shape. The default, `"auto"`, follows Keras' own default for
     `jit_compile`: 8 where it compiles the train step with XLA (JAX; TensorFlow with a GPU or
     TPU), `None` where it does not (torch, whose steps run op by op; TensorFlow on CPUs
-    alone). Pass 8 if you compile with `jit_compile=True` on a CPU.
+    alone or within a `tf.distribute` strategy's scope). Pass 8 if you compile with
+    `jit_compile=True` on a CPU.
 
     Yields `((source, target_in), target_out)` int32 arrays: `target_in` is the target after
     the start id, `target_out` the target before the end id, as `LuongSeq2Seq` trains on.
@@ -56,7 +57,7 @@ class BucketedBatches(keras.utils.PyDataset):
         bucket_width: Bucket lengths are multiples of this; `None`: no buckets, every batch
             padded to its own longest source and target (see above). Defaults to `"auto"`:
             8 on JAX and on TensorFlow with a GPU or TPU, `None` on torch and on TensorFlow
-            with CPUs alone.
+            with CPUs alone or within a `tf.distribute` strategy's scope.
         shuffle: Shuffle the pairs and the batches every epoch. Defaults to `True`. (Keras'
             `fit` shuffles a `PyDataset`'s batches once more with Python's `random` unless
             called with `shuffle=False`: pass it for the seed's order.)
@@ -348,14 +349,17 @@ def auto_bucket_width():
     """`BucketedBatches`' `bucket_width="auto"`: 8 (a few shapes, each compiled once) where
     Keras compiles the train step with XLA by default (JAX; TensorFlow with a GPU or TPU);
     `None` (every batch a shape of its own, less padding) where it does not (torch, whose
-    step runs op by op; TensorFlow on a machine of CPUs alone, where Keras leaves XLA off and
-    its traced step takes any shape)."""
+    step runs op by op; TensorFlow on a machine of CPUs alone, or within a `tf.distribute`
+    strategy's scope, where Keras leaves XLA off and its traced step takes any shape)."""
     backend = keras.backend.backend()
     if backend == "torch":
         return None
     if backend == "tensorflow":
         devices = keras.distribution.list_devices()  # accelerators if any, else the CPUs
         if all(device.startswith("cpu") for device in devices):
+            return None
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and tf.distribute.has_strategy():  # Keras leaves XLA off there too
             return None
     return 8
 

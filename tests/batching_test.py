@@ -2,6 +2,7 @@
 that weigh nothing in `fit`, and bad arguments refused."""
 
 import collections
+import types
 
 import keras
 import numpy as np
@@ -160,6 +161,30 @@ def test_auto_bucket_width_buckets_on_tensorflow_with_an_accelerator(monkeypatch
         monkeypatch.setattr(keras.distribution, "list_devices", lambda d=devices: d)
         assert batching.auto_bucket_width() == expected, devices
         assert BucketedBatches(sources, targets, 64).bucket_width == expected, devices
+
+
+def test_auto_bucket_width_follows_keras_under_tf_distribute(monkeypatch):
+    """Within a `tf.distribute` strategy's scope Keras leaves XLA off, GPU or not, and
+    `"auto"` takes no buckets; outside it, with a GPU, Keras compiles with XLA and `"auto"`
+    takes 8. Read from the `jit_compile` Keras itself resolves for a model compiled there."""
+    from keras_luong import batching
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.distribute is TensorFlow's")
+    import tensorflow as tf
+
+    gpu = types.SimpleNamespace(device_type="GPU", name="/physical_device:GPU:0")
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda *args: [gpu])
+    monkeypatch.setattr(keras.distribution, "list_devices", lambda *args: ["gpu:0"])
+
+    def resolved():
+        model = fifty_id_model()
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model.jit_compile, batching.auto_bucket_width()
+
+    assert resolved() == (True, 8)
+    with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+        assert resolved() == (False, None)
 
 
 def test_fit_warns_of_unbucketed_batches_under_xla():
