@@ -176,12 +176,12 @@ class GlobalAttention(BaseLuongAttention):
         prepared `memory`; or `None`, where the layer's call must attend.
 
         `LuongDecoder` uses it on eager PyTorch, where Keras' cost per operation is a large
-        share of a step's time: the keys are transposed and the mask turned into an additive score
-        once per sequence, and a step is four tensor products, a softmax and the activation,
-        without the call's argument checks and conversions. It is there for the `"dot"` and
-        `"general"` scores in float32 without attention dropout in training, on this class
-        itself (a subclass's `attend` may differ), for tensors of eager torch. The values
-        are the call's: a masked position has `MASKED_SCORE` added to its score where
+        share of a step's time: the keys are transposed and the mask turned into an additive
+        score once per sequence, and a step is four tensor products, a softmax and the
+        activation, without the call's argument checks and conversions. It is there for the
+        `"dot"` and `"general"` scores in float32 without attention dropout in training, on
+        this class itself (a subclass's `attend` may differ), for tensors of eager torch. The
+        values are the call's: a masked position has `MASKED_SCORE` added to its score where
         `attend` puts it in its place, and both give it exactly zero weight.
 
         Args:
@@ -213,12 +213,10 @@ class GlobalAttention(BaseLuongAttention):
             scores_ = query[:, None, :] @ keys  # (B, 1, S)
             if scale is not None:
                 scores_ = scores_ * scale
-            if value.shape[1] == 1:
+            if value.shape[1] == 1:  # one position takes all the weight, as in the call
                 weights = ops.ones_like(scores_)
-            elif mask is None:
-                weights = ops.softmax(scores_, axis=-1)
             else:
-                weights = ops.softmax(scores_ + penalty, axis=-1)
+                weights = ops.softmax(scores_ if mask is None else scores_ + penalty, axis=-1)
             if mask is not None:
                 weights = weights * keep
             context = (weights @ value)[:, 0]
