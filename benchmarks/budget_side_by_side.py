@@ -8,10 +8,9 @@ validation BLEU per epoch, where the time goes, and test BLEU with beam search.
 The corpus, the SentencePiece pieces, the model, OpenNMT-py's configuration (a bucket of one
 pass over the training pairs, its vocabulary padded to keras-luong's size) and the thread
 settings are those of `opennmt_side_by_side.py` (read its docstring), at `--threads` (2 by
-default) for both. Each
-engine trains until `--minutes` have passed on its clock, which runs from the start of its
-training loop (compiling included: keras-luong's `on_train_begin`, OpenNMT-py's "Start training
-loop" line):
+default) for both. Each engine trains until `--minutes` have passed on its clock, which runs
+from the start of its training loop (compiling included: keras-luong's `on_train_begin`,
+OpenNMT-py's "Start training loop" line):
 
 - keras-luong trains the translation page's recipe as written, callbacks included
   (`AttentionCallback`, `BleuCallback` with sacreBLEU's `tokenize="none"` for the corpus' tokenized
