@@ -25,6 +25,11 @@ leaves off by default on a machine without a GPU. `--bucket-width` sets keras-lu
 `BucketedBatches(bucket_width=...)`: `auto` by default, as the recipe leaves it (no buckets on
 torch and on TensorFlow without a GPU, buckets of 8 on JAX); `none` batches as OpenNMT-py does.
 
+`--rounds N` runs the engines N times, their order reversed every other round, and takes each
+keras-luong run's speed over the OpenNMT-py run of its own round, printing the ratios round by
+round and their median: a CPU whose speed drifts over the command (a shared machine's does,
+by more than the engines differ) then favours neither side.
+
 Each run is a process pinned to its cores (`taskset`: core 1 for one thread, cores 0-1 for two)
 with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for torch and
 OpenNMT-py, `TF_NUM_INTRAOP_THREADS`/`TF_NUM_INTEROP_THREADS` for TensorFlow, and for JAX
@@ -75,7 +80,16 @@ def parse_args(argv=None):
     parser = common_parser(__doc__, ".cache/opennmt_side_by_side", valid_pairs=500)
     parser.add_argument("--threads", default="2", help="comma-separated: 1, 2")
     parser.add_argument("--epochs", type=int, default=3)
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the engines this many times, the order reversed every other round",
+    )
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, received {args.rounds}")
+    return args
 
 
 def common_parser(doc, workdir, valid_pairs):
@@ -485,16 +499,45 @@ def read_onmt_log(log, pairs, epochs, wall):
 # ----------------------------------------------------------------------------- the table
 
 
+def rounds(engines, count):
+    """(round, engine) in running order: the engines as given, then reversed, and so on, so
+    that over an even number of rounds each engine runs first as often as second and a
+    machine that speeds up or slows down over the run does not favour one of them."""
+    for number in range(1, count + 1):
+        for engine in engines if number % 2 else engines[::-1]:
+            yield number, engine
+
+
+def speed_ratios(results):
+    """{(engine, threads): [tok/s over OpenNMT-py's tok/s, one per round]}, each keras-luong
+    run over the OpenNMT-py run of its own round and thread count."""
+    reference = {(t, r["round"]): r for e, t, r in results if e == "opennmt"}
+    ratios = {}
+    for engine, threads, r in results:
+        other = reference.get((threads, r["round"]))
+        if engine != "opennmt" and other is not None:
+            ratio = r["tokens_per_second"] / other["tokens_per_second"]
+            ratios.setdefault((engine, threads), []).append(ratio)
+    return ratios
+
+
 def table(args, results):
     epochs = range(1, args.epochs + 1)
+    several = args.rounds > 1
     lines = [
         f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}, "
         f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
         "",
-        "| engine | threads | vocabulary | parameters | "
+        "| engine | threads | "
+        + ("round | " if several else "")
+        + "vocabulary | parameters | "
         + " | ".join(f"val acc ep {e}" for e in epochs)
         + " | target tok/s | first epoch's tok/s | wall min |",
-        "|---|---:|---:|---:|" + "---:|" * len(epochs) + "---:|---:|---:|",
+        "|---|---:|"
+        + ("---:|" if several else "")
+        + "---:|---:|"
+        + "---:|" * len(epochs)
+        + "---:|---:|---:|",
     ]
     for engine, threads, r in results:
         accuracy = [f"{100 * a:.1f}%" for a in r["val_accuracy"]]
@@ -503,17 +546,19 @@ def table(args, results):
         first = "-" if first is None else f"{first:,.0f}"
         name = "OpenNMT-py 3.5.1" if engine == "opennmt" else f"keras-luong ({engine})"
         lines.append(
-            f"| {name} | {threads} | {r['vocabulary']:,} | {r['parameters']:,} | "
+            f"| {name} | {threads} | "
+            + (f"{r['round']} | " if several else "")
+            + f"{r['vocabulary']:,} | {r['parameters']:,} | "
             f"{' | '.join(accuracy)} | "
             f"{r['tokens_per_second']:,.0f} | {first} | {r['wall_seconds'] / 60:.1f} |"
         )
-    reference = {t: r for e, t, r in results if e == "opennmt"}
     lines.append("")
-    for engine, threads, r in results:
-        if engine != "opennmt" and threads in reference:
-            ratio = r["tokens_per_second"] / reference[threads]["tokens_per_second"]
-            name = f"keras-luong ({engine})"
-            lines.append(f"{name} / OpenNMT-py, target tok/s at {threads} threads: {ratio:.2f}×  ")
+    for (engine, threads), ratios in speed_ratios(results).items():
+        text = f"keras-luong ({engine}) / OpenNMT-py, target tok/s at {threads} threads: "
+        text += ", ".join(f"{ratio:.2f}×" for ratio in ratios)
+        if len(ratios) > 1:
+            text += f" (round by round; median {statistics.median(ratios):.2f}×)"
+        lines.append(text + "  ")
     return "\n".join(lines)
 
 
@@ -527,12 +572,12 @@ def main(argv=None):
     pairs = prepare(args)
     results = []
     for threads in (int(t) for t in args.threads.split(",")):
-        for engine in engines:
+        for number, engine in rounds(engines, args.rounds):
             if engine == "opennmt":
                 result = run_opennmt(args, threads, pairs)
             else:
                 result = run_keras(args, engine, threads)
-            result["pairs"] = pairs
+            result.update(pairs=pairs, round=number)
             print(json.dumps({"engine": engine, "threads": threads, **result}), flush=True)
             results.append((engine, threads, result))
     write_output(args, table(args, results))

@@ -1,0 +1,120 @@
+"""The side-by-side benchmark's own arithmetic: the order it runs the engines in, how it reads
+OpenNMT-py's log and the speed ratios it prints (benchmarks/opennmt_side_by_side.py; the
+runs themselves take minutes and OpenNMT-py's venv, so they stay out of the suite)."""
+
+import os
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+import opennmt_side_by_side as side  # noqa: E402
+
+
+def test_rounds_reverse_the_engines_every_other_round():
+    order = list(side.rounds(["torch", "jax", "opennmt"], 3))
+    assert order == [
+        (1, "torch"),
+        (1, "jax"),
+        (1, "opennmt"),
+        (2, "opennmt"),
+        (2, "jax"),
+        (2, "torch"),
+        (3, "torch"),
+        (3, "jax"),
+        (3, "opennmt"),
+    ]
+    # Over an even number of rounds each engine runs first as often as it runs last.
+    order = list(side.rounds(["torch", "opennmt"], 4))
+    firsts = [engine for number, engine in order[::2]]
+    assert firsts.count("torch") == firsts.count("opennmt") == 2
+
+
+def test_rounds_below_one_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        side.parse_args(["--rounds", "0"])
+    assert "--rounds must be at least 1, received 0" in capsys.readouterr().err
+    assert side.parse_args(["--rounds", "2"]).rounds == 2
+
+
+def onmt_line(step, sentences, tokens_per_second):
+    return (
+        f"[2026-11-30 14:47:31,367 INFO] Step {step}/  340; acc: 6.2; ppl: 1401.2; xent: 7.2; "
+        f"lr: 0.00200; sents: {sentences:>7}; bsz: 1556/1627/57; 2255/{tokens_per_second} tok/s;"
+        f"     17 sec;"
+    )
+
+
+def test_read_onmt_log_interpolates_epochs_and_drops_start_and_validation():
+    log = "\n".join(
+        [
+            "[2026-11-30 14:47:14,109 INFO] * number of parameters: 5222208",
+            "[2026-11-30 14:47:14,110 INFO]  * tgt vocab size = 8000",
+            onmt_line(25, 60, 1000),  # the start-up: left out of the speed
+            onmt_line(50, 60, 3000),
+            "[2026-11-30 14:48:28,910 INFO] Validation accuracy: 20.0",  # 1.2 epochs
+            onmt_line(75, 60, 2000),  # holds the validation: left out
+            onmt_line(100, 60, 4000),
+            onmt_line(125, 60, 5000),
+            "[2026-11-30 14:48:28,910 INFO] Validation accuracy: 30.0",  # 3 epochs
+        ]
+    )
+    result = side.read_onmt_log(log, pairs=100, epochs=3, wall=12.5)
+    assert result["parameters"] == 5222208
+    assert result["vocabulary"] == 8000
+    assert result["epochs_done"] == pytest.approx(3.0)
+    assert result["wall_seconds"] == 12.5
+    # Epoch 1 between (0, 0%) and (1.2, 20%); epochs 2 and 3 between (1.2, 20%) and (3, 30%).
+    assert result["val_accuracy"] == pytest.approx([1 / 1.2 * 0.2, 0.2 + 0.8 / 1.8 * 0.1, 0.3])
+    assert result["tokens_per_second"] == 4000  # median of 3000, 4000 and 5000
+
+
+def test_read_onmt_log_stops_its_curve_where_validation_stops():
+    log = "\n".join(
+        [
+            "* number of parameters: 10",
+            "* tgt vocab size = 8",
+            onmt_line(25, 50, 1000),
+            onmt_line(50, 50, 3000),
+            "Validation accuracy: 50.0",  # 1 epoch
+        ]
+    )
+    result = side.read_onmt_log(log, pairs=100, epochs=3, wall=1.0)
+    assert result["val_accuracy"] == pytest.approx([0.5])
+    # One interval after the start-up's.
+    assert result["tokens_per_second"] == 3000
+
+
+def run(engine, threads, number, tokens_per_second):
+    result = {
+        "round": number,
+        "tokens_per_second": tokens_per_second,
+        "pairs": 3000,
+        "vocabulary": 8000,
+        "parameters": 10,
+        "val_accuracy": [0.25],
+        "first_epoch_tokens_per_second": None,
+        "wall_seconds": 60.0,
+    }
+    return engine, threads, result
+
+
+def test_speed_ratios_pair_each_run_with_its_own_rounds_opennmt():
+    results = [
+        run("torch", 2, 1, 3300),
+        run("opennmt", 2, 1, 3000),
+        run("opennmt", 2, 2, 2000),
+        run("torch", 2, 2, 1800),
+        run("torch", 2, 3, 2750),
+        run("opennmt", 2, 3, 2500),
+        run("torch", 1, 1, 999),  # no OpenNMT-py run at one thread: no ratio
+    ]
+    ratios = side.speed_ratios(results)
+    assert list(ratios) == [("torch", 2)]
+    assert ratios["torch", 2] == pytest.approx([1.1, 0.9, 1.1])
+
+    args = SimpleNamespace(epochs=1, rounds=3, corpus="long", seed=0, bucket_width=None)
+    text = side.table(args, results)
+    assert "| keras-luong (torch) | 2 | 2 | 8,000 | 10 | 25.0% | 1,800 | - | 1.0 |" in text
+    assert "at 2 threads: 1.10×, 0.90×, 1.10× (round by round; median 1.10×)" in text
