@@ -208,12 +208,13 @@ class GlobalAttention(BaseLuongAttention):
         kernel = None
         if self.attentional_units:
             kernel = ops.convert_to_tensor(self.attentional_kernel)
+        single = value.shape[1] == 1  # one position takes all the weight, as in the call
 
         def step(query):
             scores_ = query[:, None, :] @ keys  # (B, 1, S)
             if scale is not None:
                 scores_ = scores_ * scale
-            if value.shape[1] == 1:  # one position takes all the weight, as in the call
+            if single:
                 weights = ops.ones_like(scores_)
             else:
                 weights = ops.softmax(scores_ if mask is None else scores_ + penalty, axis=-1)

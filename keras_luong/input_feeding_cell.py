@@ -144,12 +144,25 @@ class InputFeedingCell(AttentionCell):
         )
 
     def _attend_after(
-        self, hidden, cell_states, memory, attention_state, step, training, return_attention_scores
+        self,
+        hidden,
+        cell_states,
+        memory,
+        attention_state,
+        step,
+        training,
+        return_attention_scores,
+        attend=None,
     ):
-        """The rest of a step once the cell has run: attention, `h̃_t`, the new states."""
-        attentional, *weights, attention_state = self.attend(
-            hidden, memory, attention_state, step, training, return_attention_scores
-        )
+        """The rest of a step once the cell has run: attention, `h̃_t`, the new states.
+        `attend`, an attention's `eager_step`, attends in place of `self.attend`."""
+        if attend is None:
+            attentional, *weights, attention_state = self.attend(
+                hidden, memory, attention_state, step, training, return_attention_scores
+            )
+        else:  # an attention without state (`eager_step` makes sure)
+            attentional, weights = attend(hidden)
+            weights = [weights] if return_attention_scores else []
         new_states = [*keras.tree.flatten(cell_states), attentional, *attention_state]
         output = attentional if self.output_attention else hidden
         return (output, new_states, *weights)
@@ -197,13 +210,8 @@ class InputFeedingCell(AttentionCell):
         carried = ops.concatenate([ops.cast(feed, h.dtype), h], axis=-1)
         z = projected + carried @ recurrent
         h, c = lstm_gates(z, c, self.cell.units)
-        if attend is not None:  # an attention without state (`eager_step` makes sure)
-            attentional, weights = attend(h)
-            output = attentional if self.output_attention else h
-            weights = (weights,) if return_attention_scores else ()
-            return (output, [h, c, attentional], *weights)
         return self._attend_after(
-            h, [h, c], memory, attention_state, step, training, return_attention_scores
+            h, [h, c], memory, attention_state, step, training, return_attention_scores, attend
         )
 
     def get_config(self):
