@@ -106,19 +106,34 @@ def eager_torch(*tensors):
     )
 
 
+def _values_known(mask):
+    """Whether a loop may read `mask`'s values: on eager torch, outside Keras' shape
+    inference and an export's trace. Compiled backends trace, and have none."""
+    return (
+        mask is not None
+        and eager_torch(mask)
+        and str(getattr(mask, "device", "")) != "meta"  # Keras' shape inference: no values
+        and not unrolling()  # traced for export: no values either
+    )
+
+
 def unless_full(mask):
     """`mask`, or `None` where it keeps every position and its values are known (eager
     torch): then the `where`s a masked loop spends on it at every step change nothing.
     Compiled backends keep it (its values are not known while tracing)."""
-    if (
-        mask is None
-        or not eager_torch(mask)
-        or str(getattr(mask, "device", "")) == "meta"  # Keras' shape inference: no values
-        or unrolling()  # traced for export: no values either
-        or not bool(ops.all(mask))
-    ):
+    if not _values_known(mask) or not bool(ops.all(mask)):
         return mask
     return None
+
+
+def full_steps(mask):
+    """For a `(B, T)` mask whose values are known (see `unless_full`), a list of T bools:
+    whether every row keeps step t, where a loop's `where` would change nothing and can be
+    left out (batches sorted by length are padded only in their last steps, and most steps
+    keep every row). `None` where the values are not known, or there is no mask."""
+    if not _values_known(mask):
+        return None
+    return [bool(full) for full in ops.convert_to_numpy(ops.all(mask, axis=0))]
 
 
 def masked_scan(step_fn, states, inputs, mask, outputs_like):
@@ -192,10 +207,13 @@ def _eager_scan(one_step, states, inputs, mask):
     """`masked_scan`'s loop on eager torch, in Python over the time axis split once with
     `ops.unstack`: its gradient is one stack per input, where Keras' scan, indexing step
     `t` of each input, has the backward fill a zero tensor of the whole input for every
-    step (T² work)."""
+    step (T² work). A step the mask keeps in every row runs without `where`s."""
     columns = [ops.unstack(x, axis=1) for x in keras.tree.flatten(inputs)]
     steps = len(columns[0])
     keeps = [None] * steps if mask is None else ops.unstack(ops.expand_dims(mask, -1), axis=1)
+    full = full_steps(mask)
+    if full is not None:  # a step that keeps every row needs no `where`: the same values
+        keeps = [None if f else keep for f, keep in zip(full, keeps, strict=True)]
     indices = ops.unstack(ops.arange(steps, dtype="int32"))
     outputs = []
     for t, (keep, *x_t) in enumerate(zip(keeps, *columns, strict=True)):

@@ -4,16 +4,16 @@ Keras runs an LSTM with a mask through its generic RNN loop, which on an eager b
 calls the cell as a layer at every step (its fused kernel, cuDNN on a GPU, is taken only
 without a mask). `run_encoder` computes the same outputs and states, to rounding, from the
 layer's own weights: the input projection once for all steps, then per step one matmul, the
-gates, and the mask's `where` (a padded step keeps the states; its output is zero where Keras'
-is, in a `Bidirectional`, or the last output). A batch with no padding goes to Keras' own
-unmasked path. Layers this does not cover (other activations, dropout in training, mixed
-precision, a subclass) are called as they are.
+gates, and, at a step that some row pads, the mask's `where` (a padded step keeps the states;
+its output is zero where Keras' is, in a `Bidirectional`, or the last output). A batch with
+no padding goes to Keras' own unmasked path. Layers this does not cover (other activations,
+dropout in training, mixed precision, a subclass) are called as they are.
 """
 
 import keras
 from keras import ops
 
-from keras_luong.loops import eager_torch, same_class, unrolling
+from keras_luong.loops import eager_torch, full_steps, same_class, unrolling
 
 
 def run_encoder(encoder, inputs, mask, training=None):
@@ -104,6 +104,7 @@ def lstm_sequence(layer, inputs, mask):
     # One step's projection each, split once: indexing step t instead would have the
     # gradient fill a zero tensor of the whole projection at every step.
     projected, keeps = ops.unstack(projected, axis=1), ops.unstack(keep, axis=1)
+    full = full_steps(mask) or [False] * steps  # a step no row pads needs no `where`
     outputs = [None] * steps
     order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
     for t in order:
@@ -112,8 +113,11 @@ def lstm_sequence(layer, inputs, mask):
         if bias is not None:
             z = z + bias
         new_h, new_c = lstm_gates(z, c, units)
-        h = ops.where(keeps[t], new_h, h)
-        c = ops.where(keeps[t], new_c, c)
+        if full[t]:
+            h, c = new_h, new_c
+        else:
+            h = ops.where(keeps[t], new_h, h)
+            c = ops.where(keeps[t], new_c, c)
         # Keras' output at a padded step is the last one, which is the state h kept there
         # (both start at zero and change together).
         outputs[t] = h

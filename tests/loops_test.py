@@ -10,6 +10,7 @@ import pytest
 from keras import ops
 
 from keras_luong.loops import (
+    full_steps,
     masked_scan,
     same_class,
     step_call,
@@ -19,7 +20,7 @@ from keras_luong.loops import (
     unrolled,
 )
 from keras_luong.masked_lstm import lstm_sequence
-from tests.test_case import BACKEND, assert_allclose, random
+from tests.test_case import BACKEND, assert_allclose, autograd_nodes, random
 
 
 class Counted(keras.layers.Dense):
@@ -140,6 +141,20 @@ def test_a_mask_that_keeps_everything_is_dropped_where_its_values_are_known():
     assert unless_full(keras.Input((3,), dtype="bool")) is not None
 
 
+def test_full_steps_are_the_steps_every_row_keeps_where_the_values_are_known():
+    """On eager torch, one bool a step: whether no row pads it (its `where` would change
+    nothing); the compiled backends and a symbolic mask give `None`, as does no mask."""
+    mask = keras.ops.convert_to_tensor(
+        np.array([[1, 1, 1, 1, 0], [1, 1, 0, 1, 1], [1, 1, 1, 0, 0]], bool)
+    )
+    expected = [True, True, False, False, False] if BACKEND == "torch" else None
+    assert full_steps(mask) == expected
+    assert full_steps(None) is None
+    assert full_steps(keras.Input((5,), dtype="bool")) is None
+    with unrolled():  # traced for export: the loop may not branch on values
+        assert full_steps(mask) is None
+
+
 def _scan_case():
     """A running sum over `(B, T, 2)` inputs with a mask, through `masked_scan`: the sums
     `(B, T, 2)` and the final state, and the same in numpy."""
@@ -179,29 +194,19 @@ def test_eager_loops_split_the_time_axis_once_for_the_gradient():
     time (`SelectBackward0` each: a zero tensor of the whole input filled per step)."""
     inputs, mask, step, zeros, expected, _ = _scan_case()
     x = keras.ops.convert_to_tensor(inputs).requires_grad_(True)
-    (outputs,), _ = masked_scan(step, [zeros], x, keras.ops.convert_to_tensor(mask), [zeros])
+    (outputs,), (state,) = masked_scan(step, [zeros], x, keras.ops.convert_to_tensor(mask), [zeros])
     assert_allclose(outputs, expected.astype("float32"), atol=1e-6)
-    names = _graph_names(outputs)
+    names = autograd_nodes(outputs)
     assert "UnbindBackward0" in names and "SelectBackward0" not in names
+    # Steps 1 and 2 keep every row: a `where` for the state and one for the output at each
+    # of the other three steps only.
+    assert autograd_nodes(outputs, state)["WhereBackward0"] == 2 * 3
 
     lstm = keras.layers.LSTM(4, return_sequences=True, return_state=True)
     lstm(inputs)
     sequence, h, c = lstm_sequence(lstm, x, keras.ops.convert_to_tensor(mask))
-    names = _graph_names(sequence) | _graph_names(h)
+    names = autograd_nodes(sequence, h)
     assert "UnbindBackward0" in names and "SelectBackward0" not in names
-
-
-def _graph_names(tensor):
-    """The names of every node of `tensor`'s autograd graph."""
-    names, stack, seen = set(), [tensor.grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        names.add(type(node).__name__)
-        stack.extend(parent for parent, _ in node.next_functions)
-    return names
 
 
 @pytest.mark.parametrize("within", [False, True])

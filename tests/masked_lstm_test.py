@@ -10,7 +10,7 @@ from keras import ops
 from keras_luong import masked_lstm
 from keras_luong.loops import unrolled
 from keras_luong.masked_lstm import _lstm_layers, cell_loop, lstm_sequence, run_encoder
-from tests.test_case import BACKEND, assert_allclose, gradients, random
+from tests.test_case import BACKEND, assert_allclose, autograd_nodes, gradients, random
 
 MASK = np.array(
     [
@@ -65,6 +65,25 @@ def test_outputs_and_states_equal_keras_masked_lstm(bidirectional, use_bias):
     # The row with nothing valid keeps its zero initial states.
     for state in got[1:]:
         assert np.all(ops.convert_to_numpy(state)[4] == 0)
+
+
+# Rows sorted by length, as `BucketedBatches` sorts them: the first three steps keep every
+# row, and on eager torch they run without the mask's `where`.
+SORTED_MASK = np.arange(7)[None, :] < np.array([7, 7, 6, 5, 3])[:, None]
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_steps_that_keep_every_row_equal_keras_masked_lstm(bidirectional):
+    layer = encoder(bidirectional)
+    inputs = ops.convert_to_tensor(INPUTS)
+    if BACKEND == "torch":
+        inputs.requires_grad_(True)
+    got = ours(layer, inputs, SORTED_MASK)
+    for a, b in zip(got, layer(INPUTS, mask=SORTED_MASK), strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+    if BACKEND == "torch":  # a `where` for h and for c at each of the 4 padded steps
+        directions = 2 if bidirectional else 1
+        assert autograd_nodes(*got[1:])["WhereBackward0"] == directions * 2 * 4
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])

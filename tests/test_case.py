@@ -7,6 +7,7 @@ loss), `run_precision_test` (every sublayer computes in the policy's dtype),
 and the file loaded on another backend). The functions below it are the pieces.
 """
 
+import collections
 import json
 import os
 import subprocess
@@ -68,6 +69,20 @@ def random(shape, seed=0, low=-1.0, high=1.0):
 def length_mask(lengths, max_length):
     """`(B, max_length)` boolean mask with the first `lengths[i]` positions of row i valid."""
     return np.arange(max_length)[None, :] < np.asarray(lengths)[:, None]
+
+
+def autograd_nodes(*tensors):
+    """The nodes of eager torch tensors' autograd graph, counted by name (a
+    `collections.Counter`), each node once however many paths reach it."""
+    counts, stack, seen = collections.Counter(), [t.grad_fn for t in tensors], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        counts[type(node).__name__] += 1
+        stack.extend(parent for parent, _ in node.next_functions)
+    return counts
 
 
 def weights_by_name(layer):
