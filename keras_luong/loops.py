@@ -136,6 +136,17 @@ def full_steps(mask):
     return [bool(full) for full in ops.convert_to_numpy(ops.all(mask, axis=0))]
 
 
+def step_keeps(mask):
+    """Each step's `(B, 1)` keep of a `(B, T)` boolean mask, from one `ops.unstack`, and
+    `None` at a step that `full_steps` finds every row keeps: there a loop's `where` would
+    change nothing, and leaves it out."""
+    keeps = ops.unstack(ops.expand_dims(mask, -1), axis=1)
+    full = full_steps(mask)
+    if full is None:
+        return keeps
+    return [None if f else keep for f, keep in zip(full, keeps, strict=True)]
+
+
 def masked_scan(step_fn, states, inputs, mask, outputs_like):
     """Runs `step_fn(x_t, states, t) -> (outputs, new_states)` over the time axis of `inputs`
     `(B, T, E)` (or a tuple of `(B, T, ...)` tensors, sliced alike), with `t` the step
@@ -210,10 +221,7 @@ def _eager_scan(one_step, states, inputs, mask):
     step (T² work). A step the mask keeps in every row runs without `where`s."""
     columns = [ops.unstack(x, axis=1) for x in keras.tree.flatten(inputs)]
     steps = len(columns[0])
-    keeps = [None] * steps if mask is None else ops.unstack(ops.expand_dims(mask, -1), axis=1)
-    full = full_steps(mask)
-    if full is not None:  # a step that keeps every row needs no `where`: the same values
-        keeps = [None if f else keep for f, keep in zip(full, keeps, strict=True)]
+    keeps = [None] * steps if mask is None else step_keeps(mask)
     indices = ops.unstack(ops.arange(steps, dtype="int32"))
     outputs = []
     for t, (keep, *x_t) in enumerate(zip(keeps, *columns, strict=True)):

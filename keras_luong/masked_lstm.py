@@ -13,7 +13,7 @@ dropout in training, mixed precision, a subclass) are called as they are.
 import keras
 from keras import ops
 
-from keras_luong.loops import eager_torch, full_steps, same_class, unrolling
+from keras_luong.loops import eager_torch, same_class, step_keeps, unrolling
 
 
 def run_encoder(encoder, inputs, mask, training=None):
@@ -98,13 +98,14 @@ def lstm_sequence(layer, inputs, mask):
     bias = ops.convert_to_tensor(cell.bias) if cell.use_bias else None
     inputs = ops.cast(inputs, kernel.dtype)
     projected = ops.matmul(inputs, kernel)  # (B, T, 4u): every step's input projection at once
-    keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+    mask = ops.cast(mask, "bool")
+    keep = ops.expand_dims(mask, -1)
     batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
     h = c = ops.zeros((batch, units), kernel.dtype)
     # One step's projection each, split once: indexing step t instead would have the
-    # gradient fill a zero tensor of the whole projection at every step.
-    projected, keeps = ops.unstack(projected, axis=1), ops.unstack(keep, axis=1)
-    full = full_steps(mask) or [False] * steps  # a step no row pads needs no `where`
+    # gradient fill a zero tensor of the whole projection at every step. A step that no
+    # row pads has no keep: it needs no `where`.
+    projected, keeps = ops.unstack(projected, axis=1), step_keeps(mask)
     outputs = [None] * steps
     order = range(steps - 1, -1, -1) if layer.go_backwards else range(steps)
     for t in order:
@@ -113,7 +114,7 @@ def lstm_sequence(layer, inputs, mask):
         if bias is not None:
             z = z + bias
         new_h, new_c = lstm_gates(z, c, units)
-        if full[t]:
+        if keeps[t] is None:
             h, c = new_h, new_c
         else:
             h = ops.where(keeps[t], new_h, h)
