@@ -145,7 +145,8 @@ class BleuCallback(EveryFrequencyEpochs):
 
 
 def alignment_statistics(weights, source_mask, target_mask):
-    """How sharply and how monotonically alignments `(B, T, S)` attend, as two numbers.
+    """How sharply, how monotonically and over how much of the source alignments `(B, T, S)`
+    attend, as three numbers.
 
     - `entropy`: the mean over the target tokens of the alignment's entropy divided by the
       log of its source's length, `H(a_t) / log S_i`: 1 for uniform attention over the
@@ -155,6 +156,12 @@ def alignment_statistics(weights, source_mask, target_mask):
       walks along the source as the target goes on, 0 when it stays in one place (on one
       word, or spread evenly over the sentence). Pairs with fewer than 2 target tokens, or
       whose attended position does not move at all, count as 0.
+    - `span`: the mean over the pairs of how far the attention's centroid
+      `Σ_s s · a_t(s) / Σ_s a_t(s)` moves over the target tokens, `(max_t − min_t) / (S_i − 1)`:
+      near 1 when the target's tokens attend from the source's first word to its last, near 0
+      when attention stays in one place. A correlation cannot see attention that walks over
+      part of the source only (the second half, say); the span does. Pairs with fewer than 2
+      target tokens or source tokens count as 0; steps whose weights are all 0 are left out.
 
     Args:
         weights: Alignments `(B, T, S)`, each row a distribution over the valid source
@@ -163,15 +170,15 @@ def alignment_statistics(weights, source_mask, target_mask):
         target_mask: `(B, T)` booleans, true at real target tokens.
 
     Returns:
-        A dict of two floats, under the keys `"entropy"` and `"diagonal"`.
+        A dict of three floats, under the keys `"entropy"`, `"diagonal"` and `"span"`.
 
     Example:
 
     >>> import numpy as np
     >>> eye = np.eye(3, dtype="float32")[None]  # target token t attends to source word t
     >>> stats = alignment_statistics(eye, np.ones((1, 3), bool), np.ones((1, 3), bool))
-    >>> round(stats["entropy"], 6), round(stats["diagonal"], 6)
-    (0.0, 1.0)
+    >>> round(stats["entropy"], 6), round(stats["diagonal"], 6), round(stats["span"], 6)
+    (0.0, 1.0, 1.0)
     """
     weights = np.asarray(weights, "float64")
     source_mask = np.asarray(source_mask, bool)
@@ -196,19 +203,26 @@ def alignment_statistics(weights, source_mask, target_mask):
     mean_entropy = float(normalised[counted].mean()) if counted.any() else 0.0
 
     attended = (weights * np.arange(weights.shape[2])).sum(axis=-1)  # (B, T)
-    correlations = []
+    mass = weights.sum(axis=-1)
+    centroid = attended / np.where(mass > 0, mass, 1.0)
+    correlations, spans = [], []
     for row in range(weights.shape[0]):
         steps = np.flatnonzero(target_mask[row])
         if len(steps) < 2:
             correlations.append(0.0)
+            spans.append(0.0)
             continue
+        weighted = centroid[row, steps[mass[row, steps] > 0]]
+        moved = np.ptp(weighted) if len(weighted) > 1 else 0.0
+        spans.append(float(moved / (lengths[row] - 1)) if lengths[row] > 1 else 0.0)
         position = attended[row, steps]
         if np.ptp(position) < 1e-9:
             correlations.append(0.0)
             continue
         correlations.append(float(np.corrcoef(steps, position)[0, 1]))
     diagonal = float(np.mean(correlations)) if correlations else 0.0
-    return {"entropy": mean_entropy, "diagonal": diagonal}
+    span = float(np.mean(spans)) if spans else 0.0
+    return {"entropy": mean_entropy, "diagonal": diagonal, "span": span}
 
 
 class AttentionCallback(EveryFrequencyEpochs):
@@ -220,13 +234,17 @@ class AttentionCallback(EveryFrequencyEpochs):
     language model. Once it locks on, each token attends to a few source words, and for a
     language pair in much the same word order the attended position walks along the source.
     The callback computes `alignment_statistics` of the model's alignments on the pairs
-    (teacher-forced, no dropout) and logs `name + "_entropy"` and `name + "_diagonal"`
-    (`val_attention_entropy`, `val_attention_diagonal` by default). For a language pair in
+    (teacher-forced, no dropout) and logs `name + "_entropy"`, `name + "_diagonal"` and
+    `name + "_span"` (`val_attention_entropy`, `val_attention_diagonal` and
+    `val_attention_span` by default). For a language pair in
     much the same word order, the diagonal is the signal: near 0 before attention locks on,
     rising towards 1 as it does (0.3 → 0.96 over two epochs of an English–German model that
     locks on). The entropy tells the two ways of not being locked on apart: near 1, attention
     spread evenly over the source; near 0 with a diagonal near 0, attention fixed on one
-    position whatever the target word. Both are logged on the epochs computed, so `History`,
+    position whatever the target word. The span tells attention that walks over the whole
+    source from attention that walks over part of it (local-p's predicted position can keep
+    to a band of the source while the diagonal rises). All three are logged on the epochs
+    computed, so `History`,
     `EarlyStopping` and a CSV logger see them.
 
     Args:
@@ -235,7 +253,7 @@ class AttentionCallback(EveryFrequencyEpochs):
         frequency: Compute every this many epochs (and after the last). Defaults to 1.
         batch_size: Pairs run at once. Defaults to 64.
         name: The prefix of the keys in `logs`. Defaults to `"val_attention"`.
-        verbose: 1 prints the two numbers. Defaults to 0.
+        verbose: 1 prints the three numbers. Defaults to 0.
 
     Example:
 
@@ -300,6 +318,6 @@ class AttentionCallback(EveryFrequencyEpochs):
         if self.verbose:
             print(
                 f"Epoch {epoch + 1}: {self.name} entropy {stats['entropy']:.3f}, "
-                f"diagonal {stats['diagonal']:.3f}",
+                f"diagonal {stats['diagonal']:.3f}, span {stats['span']:.3f}",
                 flush=True,
             )

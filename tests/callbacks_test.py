@@ -58,15 +58,17 @@ def test_alignment_statistics_of_known_alignments():
     stats = alignment_statistics(walk, source_mask, target_mask)
     assert stats["entropy"] == pytest.approx(0.0)
     assert stats["diagonal"] == pytest.approx((1.0 - 1.0) / 2)  # +1 and -1
+    # Row 0 moves from word 0 to word 2 of 4 (2 / 3), row 1 over all of its 3 (2 / 2).
+    assert stats["span"] == pytest.approx((2 / 3 + 1.0) / 2)
     stuck = np.zeros((2, 4, 4), "float32")
     stuck[:, :, 1] = 1.0
     assert alignment_statistics(stuck, source_mask, target_mask) == pytest.approx(
-        {"entropy": 0.0, "diagonal": 0.0}
+        {"entropy": 0.0, "diagonal": 0.0, "span": 0.0}
     )
     uniform = source_mask[:, None, :] / source_mask.sum(1)[:, None, None]
     uniform = np.repeat(uniform, 4, axis=1)
     assert alignment_statistics(uniform, source_mask, target_mask) == pytest.approx(
-        {"entropy": 1.0, "diagonal": 0.0}
+        {"entropy": 1.0, "diagonal": 0.0, "span": 0.0}
     )
     # Half on one word, half on the next: H = log 2, over log 4 (row 0) and log 3 (row 1).
     half = np.zeros((2, 4, 4), "float32")
@@ -80,8 +82,38 @@ def test_alignment_statistics_of_known_alignments():
     assert stats["entropy"] == pytest.approx(np.mean(entropies))
     row1 = np.corrcoef([0, 1, 2], [0.5, 0.5, 2.0])[0, 1]
     assert stats["diagonal"] == pytest.approx((1.0 + row1) / 2)
+    # Centroids 0.5, 1.5, 2.5 of 4 words, and 0.5, 0.5, 2 of 3.
+    assert stats["span"] == pytest.approx((2 / 3 + 1.5 / 2) / 2)
     with pytest.raises(ValueError, match="target_mask"):
         alignment_statistics(walk, source_mask, target_mask[:, :2])
+
+
+def test_alignment_span_sees_a_walk_over_part_of_the_source():
+    """A walk over the second half of the source is a perfect diagonal; only the span tells
+    it from a walk over the whole. Weights that do not sum to one (local-p's Gaussian without
+    renormalising) move by their centroid, and a step with no weight at all is left out."""
+    import numpy as np
+
+    from keras_luong.callbacks import alignment_statistics
+
+    source_mask = np.ones((1, 9), bool)
+    target_mask = np.ones((1, 5), bool)
+    whole = np.zeros((1, 5, 9), "float32")
+    band = np.zeros((1, 5, 9), "float32")
+    for t in range(5):
+        whole[0, t, 2 * t] = 1.0  # words 0, 2, 4, 6, 8
+        band[0, t, 4 + t] = 1.0  # words 4 to 8
+    assert alignment_statistics(whole, source_mask, target_mask)["diagonal"] == pytest.approx(1)
+    assert alignment_statistics(band, source_mask, target_mask)["diagonal"] == pytest.approx(1)
+    assert alignment_statistics(whole, source_mask, target_mask)["span"] == pytest.approx(1.0)
+    assert alignment_statistics(band, source_mask, target_mask)["span"] == pytest.approx(4 / 8)
+    # Shrunk weights: step t's mass 1 / (t + 1), spread over words 4 + t and 5 + t in 1 : 3,
+    # so its centroid is 4.75 + t whatever the mass; the last step has no weight at all.
+    shrunk = np.zeros((1, 5, 9), "float32")
+    for t in range(4):
+        shrunk[0, t, [4 + t, 5 + t]] = np.array([0.25, 0.75]) / (t + 1)
+    stats = alignment_statistics(shrunk, source_mask, target_mask)
+    assert stats["span"] == pytest.approx((7.75 - 4.75) / 8)
 
 
 def test_attention_callback_logs_the_models_alignment_statistics():
@@ -111,6 +143,8 @@ def test_attention_callback_logs_the_models_alignment_statistics():
     logged = history.history
     assert logged["val_attention_entropy"][-1] == pytest.approx(expected["entropy"], rel=1e-4)
     assert logged["val_attention_diagonal"][-1] == pytest.approx(expected["diagonal"], rel=1e-3)
+    assert logged["val_attention_span"][-1] == pytest.approx(expected["span"], rel=1e-3)
+    assert len(logged["val_attention_span"]) == 2
     # ...and tells the epochs apart: the alignments of before the last epoch's training fail it.
     assert logged["val_attention_diagonal"][0] != pytest.approx(expected["diagonal"], rel=1e-3)
     assert 0.9 < expected["entropy"] <= 1  # an untrained model attends nearly evenly
