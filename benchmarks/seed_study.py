@@ -7,7 +7,8 @@ Each cell trains `LuongSeq2Seq(units=256, embedding_dim=128, dropout=0.3)` on su
 (one SentencePiece vocabulary of `--vocabulary-size` pieces for both sides) in
 `BucketedBatches(tokens_per_batch=2048)` for `--epochs` epochs, and logs per epoch the training
 and validation loss, the token accuracy on the validation pairs, and `AttentionCallback`'s
-alignment entropy and diagonal on them; after the last epoch, greedy validation BLEU. A cell
+alignment entropy, diagonal and span on them; after the last epoch, greedy validation BLEU and
+where the attention's centroids sit in the source (percentiles of their share of it). A cell
 "locks on" at the first epoch whose diagonal reaches `--lock-on` (0.5 by default).
 
 Corpora: `multi30k` (its training pairs as they are, about 13 words a sentence) and `long`
@@ -76,6 +77,13 @@ ATTENTIONS = {
     # local-p whose window (D = 25, sigma 12.5) covers nearly every source of the long corpus
     # from the first step: does local-p's slow start come from targets outside the window?
     "local-p-wide": {"alignment": "predictive", "score_mode": "general", "window": 25},
+    # local-p whose Gaussian-weighted alignments are renormalised to sum to one: does the
+    # context's shrinking, where p_t is off the aligned words, slow its start?
+    "local-p-renormalized": {
+        "alignment": "predictive",
+        "score_mode": "general",
+        "attention_arguments": {"renormalize": True},
+    },
     "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
 }
 
@@ -167,8 +175,12 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     elif config["init"]:  # every weight uniform in ±init, the model's own argument
         bound = config["init"]
         initializers["initializer"] = keras.initializers.RandomUniform(-bound, bound)
+    attention_config = dict(ATTENTIONS[attention])
     if config["use_scale"]:
-        initializers["attention_arguments"] = {"use_scale": True}
+        attention_config["attention_arguments"] = {
+            **attention_config.get("attention_arguments", {}),
+            "use_scale": True,
+        }
     model = LuongSeq2Seq(
         len(vocabulary),
         len(vocabulary),
@@ -176,7 +188,7 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         embedding_dim=128,
         dropout=config["dropout"],
         **initializers,
-        **ATTENTIONS[attention],
+        **attention_config,
     )
     model.set_vocabularies(vocabulary, vocabulary)
     model.compile(optimizer, loss, metrics=[keras.metrics.SparseCategoricalAccuracy("acc")])
@@ -215,6 +227,7 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         "val_acc": logs["val_acc"],
         "entropy": logs["val_attention_entropy"],
         "diagonal": diagonal,
+        "span": logs["val_attention_span"],
         "lock_on": lock_on,
         "bleu": logs["val_bleu"][-1],
         "length_ratio": logs["val_bleu_length_ratio"][-1],
