@@ -212,8 +212,8 @@ def alignment_statistics(weights, source_mask, target_mask):
             correlations.append(0.0)
             spans.append(0.0)
             continue
-        weighted = centroid[row, steps[mass[row, steps] > 0]]
-        moved = np.ptp(weighted) if len(weighted) > 1 else 0.0
+        centroids = centroid[row, steps[mass[row, steps] > 0]]  # steps without weight left out
+        moved = np.ptp(centroids) if len(centroids) else 0.0
         spans.append(float(moved / (lengths[row] - 1)) if lengths[row] > 1 else 0.0)
         position = attended[row, steps]
         if np.ptp(position) < 1e-9:

@@ -99,7 +99,6 @@ def lstm_sequence(layer, inputs, mask):
     inputs = ops.cast(inputs, kernel.dtype)
     projected = ops.matmul(inputs, kernel)  # (B, T, 4u): every step's input projection at once
     mask = ops.cast(mask, "bool")
-    keep = ops.expand_dims(mask, -1)
     batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
     h = c = ops.zeros((batch, units), kernel.dtype)
     # One step's projection each, split once: indexing step t instead would have the
@@ -124,7 +123,7 @@ def lstm_sequence(layer, inputs, mask):
         outputs[t] = h
     sequence = ops.stack(outputs, axis=1)
     if getattr(layer, "zero_output_for_mask", False):  # zeros at padded steps instead
-        sequence = ops.where(keep, sequence, ops.zeros_like(sequence))
+        sequence = ops.where(ops.expand_dims(mask, -1), sequence, ops.zeros_like(sequence))
     return sequence, h, c
 
 
