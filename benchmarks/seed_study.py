@@ -84,6 +84,10 @@ ATTENTIONS = {
         "score_mode": "general",
         "attention_arguments": {"renormalize": True},
     },
+    # local-p whose decoder starts from zeros (bridge="zeros"): does the learned bridge, which
+    # hands the decoder the encoder's final states (the backward one sits at the source's
+    # first word), leave the first target words no need to attend to the source's start?
+    "local-p-zeros-bridge": {"alignment": "predictive", "score_mode": "general", "bridge": "zeros"},
     "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
 }
 
@@ -267,15 +271,17 @@ def table(path):
     rows = [json.loads(line) for line in open(path)]
     print(
         "| corpus | attention | recipe | seed | lock-on epoch | diagonal by epoch "
-        "| val acc by epoch | BLEU | len ratio | min |"
+        "| val acc by epoch | span | BLEU | len ratio | min |"
     )
-    print("|---|---|---|---:|---:|---|---|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---|---|---:|---:|---:|---:|")
     for r in rows:
+        # The last epoch's span; "-" for results written before cells recorded it.
+        span = f"{r['span'][-1]:.2f}" if r.get("span") else "-"
         print(
             f"| {r['corpus']} {r['train_pairs']} | {r['attention']} | {r['recipe']} | "
             f"{r['seed']} | {r['lock_on'] or '-'} | "
             f"{' '.join(f'{d:.2f}' for d in r['diagonal'])} | "
-            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {r['bleu']:.2f} | "
+            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {span} | {r['bleu']:.2f} | "
             f"{r['length_ratio']:.2f} | {r['seconds'] / 60:.1f} |"
         )
 
