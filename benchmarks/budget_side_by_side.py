@@ -17,7 +17,10 @@ OpenNMT-py's "Start training loop" line):
   text, `ReduceLROnPlateau`, `EarlyStopping` keeping the best `val_bleu` weights), and a clock
   that ends training after the step where the budget runs out; that epoch's validation and
   BLEU still run (the table gives the minutes it took in all). Each epoch's time is split into
-  training, the validation loss, and `BleuCallback`.
+  training, the validation loss, and `BleuCallback`; its validation token accuracy (teacher
+  forced, over the real target tokens and the end token, as OpenNMT-py counts it) is measured
+  off the clock. `--no-early-stopping` leaves `EarlyStopping` out: training then runs until
+  the budget does, and the last weights are scored.
 - OpenNMT-py validates (loss and accuracy) and saves a checkpoint every `--valid-steps` steps
   and is stopped when the budget runs out; its last checkpoint is the model scored.
 
@@ -50,6 +53,12 @@ def parse_args(argv=None):
     parser.add_argument("--minutes", type=float, default=60.0, help="each engine's budget")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument(
+        "--no-early-stopping",
+        action="store_true",
+        help="keras-luong without the recipe's EarlyStopping: it trains until the budget runs "
+        "out and its last weights are scored",
+    )
     return parser.parse_args(argv)
 
 
@@ -89,6 +98,7 @@ def bleu(args, hypotheses):
 def keras_worker(args):
     """The translation page's recipe under a clock; writes its figures as JSON to stdout."""
     import keras
+    import numpy as np
     from seed_study import bucketed
 
     from keras_luong import (
@@ -109,6 +119,23 @@ def keras_worker(args):
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
     watched_in = pad([[1, *subwords.encode(t)] for t in valid_targets[:200]], padding="post")
+    valid_source = pad([subwords.encode(s) for s in valid_sources], padding="post")
+    valid_ids = [subwords.encode(t) for t in valid_targets]
+    valid_in = pad([[1, *t] for t in valid_ids], padding="post")
+    valid_out = pad([[*t, 2] for t in valid_ids], padding="post")
+
+    def accuracy():
+        """Teacher-forced token accuracy on the validation pairs, over the real target tokens
+        and the end token, as OpenNMT-py counts its validation accuracy."""
+        correct = total = 0
+        for start in range(0, len(valid_source), 100):
+            rows = slice(start, start + 100)
+            logits = model((valid_source[rows], valid_in[rows]), training=False)
+            predicted = np.argmax(keras.ops.convert_to_numpy(logits), -1)
+            real = valid_out[rows] != 0
+            correct += int(((predicted == valid_out[rows]) & real).sum())
+            total += int(real.sum())
+        return correct / total
 
     def wait():  # JAX runs steps asynchronously: the clock waits for the last update
         keras.ops.convert_to_numpy(model.trainable_variables[-1])
@@ -154,13 +181,24 @@ def keras_worker(args):
                     "val_loss": float(logs["val_loss"]),
                     "val_bleu": float(logs["val_bleu"]),
                     "val_attention_diagonal": float(logs["val_attention_diagonal"]),
+                    "val_accuracy": accuracy(),
                 }
             )
+            # The accuracy is measured for the table only: off the clock.
+            clock.started += time.perf_counter() - now
+            now = time.perf_counter()
             if now - clock.started > 60 * args.minutes:  # spent: no new epoch
                 self.model.stop_training = True
 
     train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
     clock, bleu_start = Clock(), BleuStart()
+    early_stopping = []
+    if not args.no_early_stopping:
+        early_stopping.append(
+            keras.callbacks.EarlyStopping(
+                "val_bleu", mode="max", patience=5, restore_best_weights=True
+            )
+        )
     model.fit(
         bucketed(subwords, sources, targets, True, args.seed, args.bucket_width),
         validation_data=bucketed(
@@ -175,9 +213,7 @@ def keras_worker(args):
             BleuCallback(valid_sources, valid_targets, tokenize="none"),
             BleuEnd(),
             keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1),
-            keras.callbacks.EarlyStopping(
-                "val_bleu", mode="max", patience=3, restore_best_weights=True
-            ),
+            *early_stopping,
         ],
         verbose=0,
     )
@@ -205,6 +241,7 @@ def run_keras(args, engine):
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
     command += side.xla_flag(engine) + side.batching_flag(args)
+    command += ["--no-early-stopping"] if args.no_early_stopping else []
     return side.worker_result(
         command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )
@@ -296,7 +333,8 @@ def tables(args, results):
     lines = [
         f"{args.corpus} corpus, {args.minutes:g} minutes each, {args.threads} threads, seed "
         f"{args.seed}, beam {args.beam}, length penalty {args.length_penalty:g}, "
-        f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
+        f"keras-luong's bucket width {str(args.bucket_width).lower()}"
+        f"{', without EarlyStopping' if args.no_early_stopping else ''}:",
         "",
     ]
     lines += [
@@ -328,13 +366,16 @@ def tables(args, results):
             continue
         lines += [f"keras-luong ({engine}), per epoch:", "",
                   "| epoch | train s | val loss s | BleuCallback s | minutes so far | loss | "
-                  "val loss | val BLEU | diagonal |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+                  "val loss | val acc | val BLEU | diagonal |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
         for i, e in enumerate(r["epochs"], 1):
+            # "-" for results written before the worker measured it.
+            accuracy = f"{100 * e['val_accuracy']:.1f}%" if "val_accuracy" in e else "-"
             lines.append(
                 f"| {i} | {e['train_seconds']:.0f} | {e['validation_seconds']:.0f} | "
                 f"{e['bleu_seconds']:.0f} | {e['minutes_so_far']:.1f} | {e['loss']:.3f} | "
-                f"{e['val_loss']:.3f} | {e['val_bleu']:.2f} | {e['val_attention_diagonal']:.2f} |"
+                f"{e['val_loss']:.3f} | {accuracy} | {e['val_bleu']:.2f} | "
+                f"{e['val_attention_diagonal']:.2f} |"
             )
     return "\n".join(lines)
 

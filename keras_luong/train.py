@@ -71,7 +71,7 @@ def main(argv=None):
         help="every weight starts uniform in ±this (default: 0.1)",
     )
     parser.add_argument(
-        "--patience", type=int, default=3, help="epochs without a better val_bleu (default: 3)"
+        "--patience", type=int, default=5, help="epochs without a better val_bleu (default: 5)"
     )
     parser.add_argument(
         "--tokenize",

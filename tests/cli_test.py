@@ -226,7 +226,7 @@ def the_documented_recipe(corpus_folder, valid_source, valid_target, bucket_widt
             BleuCallback(sources, targets),
             keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=1),
             keras.callbacks.EarlyStopping(
-                "val_bleu", mode="max", patience=3, restore_best_weights=True
+                "val_bleu", mode="max", patience=5, restore_best_weights=True
             ),
         ],
         verbose=0,
