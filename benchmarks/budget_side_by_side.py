@@ -98,7 +98,6 @@ def bleu(args, hypotheses):
 def keras_worker(args):
     """The translation page's recipe under a clock; writes its figures as JSON to stdout."""
     import keras
-    import numpy as np
     from seed_study import bucketed
 
     from keras_luong import (
@@ -119,23 +118,7 @@ def keras_worker(args):
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
     watched_in = pad([[1, *subwords.encode(t)] for t in valid_targets[:200]], padding="post")
-    valid_source = pad([subwords.encode(s) for s in valid_sources], padding="post")
-    valid_ids = [subwords.encode(t) for t in valid_targets]
-    valid_in = pad([[1, *t] for t in valid_ids], padding="post")
-    valid_out = pad([[*t, 2] for t in valid_ids], padding="post")
-
-    def accuracy():
-        """Teacher-forced token accuracy on the validation pairs, over the real target tokens
-        and the end token, as OpenNMT-py counts its validation accuracy."""
-        correct = total = 0
-        for start in range(0, len(valid_source), 100):
-            rows = slice(start, start + 100)
-            logits = model((valid_source[rows], valid_in[rows]), training=False)
-            predicted = np.argmax(keras.ops.convert_to_numpy(logits), -1)
-            real = valid_out[rows] != 0
-            correct += int(((predicted == valid_out[rows]) & real).sum())
-            total += int(real.sum())
-        return correct / total
+    accuracy = side.validation_accuracy(model, subwords, valid_sources, valid_targets)
 
     def wait():  # JAX runs steps asynchronously: the clock waits for the last update
         keras.ops.convert_to_numpy(model.trainable_variables[-1])

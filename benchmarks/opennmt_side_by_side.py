@@ -249,22 +249,12 @@ def thread_env(engine, threads):
 # ----------------------------------------------------------------------------- keras-luong
 
 
-def keras_worker(args):
-    """Trains the translation page's recipe; writes per-epoch figures as JSON to stdout."""
+def validation_accuracy(model, subwords, valid_sources, valid_targets):
+    """A function of no arguments giving `model`'s teacher-forced token accuracy on the
+    validation pairs, over the real target tokens and the end token, as OpenNMT-py counts its
+    validation accuracy."""
     import keras
     import numpy as np
-    from seed_study import bucketed
-
-    from keras_luong import SubwordVocabulary
-
-    with open(path(args, "pieces.model"), "rb") as f:
-        subwords = SubwordVocabulary(f.read())
-    sources, targets = read_lines(args, "train.src.txt"), read_lines(args, "train.tgt.txt")
-    valid_sources = read_lines(args, "valid.src.txt")
-    valid_targets = read_lines(args, "valid.tgt.txt")
-    model = recipe_model(subwords, args.seed, xla=args.jit_compile)
-    train = bucketed(subwords, sources, targets, True, args.seed, args.bucket_width)
-    train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
 
     pad = keras.utils.pad_sequences
     valid_source = pad([subwords.encode(s) for s in valid_sources], padding="post")
@@ -282,6 +272,27 @@ def keras_worker(args):
             correct += int(((predicted == valid_out[rows]) & real).sum())
             total += int(real.sum())
         return correct / total
+
+    return accuracy
+
+
+def keras_worker(args):
+    """Trains the translation page's recipe; writes per-epoch figures as JSON to stdout."""
+    import keras
+    from seed_study import bucketed
+
+    from keras_luong import SubwordVocabulary
+
+    with open(path(args, "pieces.model"), "rb") as f:
+        subwords = SubwordVocabulary(f.read())
+    sources, targets = read_lines(args, "train.src.txt"), read_lines(args, "train.tgt.txt")
+    valid_sources = read_lines(args, "valid.src.txt")
+    valid_targets = read_lines(args, "valid.tgt.txt")
+    model = recipe_model(subwords, args.seed, xla=args.jit_compile)
+    train = bucketed(subwords, sources, targets, True, args.seed, args.bucket_width)
+    train_tokens = sum(len(subwords.encode(t)) + 1 for t in targets)  # and the end token
+
+    accuracy = validation_accuracy(model, subwords, valid_sources, valid_targets)
 
     class Clock(keras.callbacks.Callback):
         def __init__(self):
