@@ -88,8 +88,43 @@ ATTENTIONS = {
     # hands the decoder the encoder's final states (the backward one sits at the source's
     # first word), leave the first target words no need to attend to the source's start?
     "local-p-zeros-bridge": {"alignment": "predictive", "score_mode": "general", "bridge": "zeros"},
+    # local-p whose predicted position has a learned bias, initialised to zero (the paper's
+    # has none): p_t = (S_i - 1) · sigmoid(v_p · tanh(W_p h_t) + b_p). Does the first target
+    # word's position sit at the source's middle because v_p · tanh(W_p h_t) can give no
+    # offset that the decoder state does not carry?
+    "local-p-position-bias": {"alignment": "predictive-position-bias", "score_mode": "general"},
     "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
 }
+
+
+def register_position_bias():
+    """Registers `alignment="predictive-position-bias"` (see `ATTENTIONS`), through the
+    package's own extension point, `register_alignment`."""
+    from keras import ops
+
+    from keras_luong import LocalAttention, register_alignment
+
+    class PositionBias(LocalAttention):
+        def build(self, query_shape, value_shape):
+            super().build(query_shape, value_shape)
+            self.position_bias = self.add_weight(
+                name="position_bias", shape=(), initializer="zeros"
+            )
+
+        def aligned_positions(self, query, lengths, step=None, starts=None):
+            hidden = ops.tanh(ops.matmul(query, self.position_kernel))
+            logit = ops.matmul(hidden, self.position_vector) + self.position_bias
+            positions = ops.expand_dims(lengths - 1.0, -1) * ops.sigmoid(ops.cast(logit, "float32"))
+            if starts is None:
+                return positions
+            return positions + ops.expand_dims(ops.cast(starts, "float32"), -1)
+
+    def make(score_mode, window, **arguments):
+        return PositionBias(
+            alignment="predictive", window=window, score_mode=score_mode, **arguments
+        )
+
+    register_alignment("predictive-position-bias", make)
 
 
 def parse_args(argv=None):
@@ -216,6 +251,10 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     )  # fmt: skip
     logs = history.history
     sits = where_attention_sits(model, source[:200], target_in[:200])
+    if attention == "local-p-position-bias":
+        sits["position_bias"] = float(
+            keras.ops.convert_to_numpy(model.decoder.cell.attention.position_bias)
+        )
     diagonal = logs["val_attention_diagonal"]
     lock_on = next((e + 1 for e, d in enumerate(diagonal) if d >= args.lock_on), None)
     return {
@@ -232,6 +271,9 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         "entropy": logs["val_attention_entropy"],
         "diagonal": diagonal,
         "span": logs["val_attention_span"],
+        # The span as alignment_statistics now measures it (the median slope's walk); cells
+        # without this key recorded the centroids' range.
+        "span_measure": "median-slope",
         "lock_on": lock_on,
         "bleu": logs["val_bleu"][-1],
         "length_ratio": logs["val_bleu_length_ratio"][-1],
@@ -243,9 +285,9 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
 def where_attention_sits(model, source, target_in):
     """Where the attention's mass sits after training: each real target step's centroid
     `Σ_s s · a_t(s) / Σ_s a_t(s)` over its source's positions `0 … S_i - 1`, as a share of
-    `S_i - 1`; its 10th, 50th and 90th percentiles and the shares of steps within 5% of
-    either end. (Local-p's predicted position saturating at an end of the source, where the
-    sigmoid's gradient vanishes, shows as mass at 0 or 1.)"""
+    `S_i - 1`; its 10th, 50th and 90th percentiles, the first target word's median and the
+    shares of steps within 5% of either end. (Local-p's predicted position saturating at an
+    end of the source, where the sigmoid's gradient vanishes, shows as mass at 0 or 1.)"""
     import numpy as np
     from keras import ops
 
@@ -259,6 +301,8 @@ def where_attention_sits(model, source, target_in):
     real = (target_in != 0) & (lengths[:, None] > 1)
     values = relative[real]
     return {
+        # The first target word's centroid, median over the pairs.
+        "first": float(np.median(relative[:, 0][real[:, 0]])),
         "p10": float(np.percentile(values, 10)),
         "p50": float(np.percentile(values, 50)),
         "p90": float(np.percentile(values, 90)),
@@ -271,17 +315,22 @@ def table(path):
     rows = [json.loads(line) for line in open(path)]
     print(
         "| corpus | attention | recipe | seed | lock-on epoch | diagonal by epoch "
-        "| val acc by epoch | span | BLEU | len ratio | min |"
+        "| val acc by epoch | span | centroids | BLEU | len ratio | min |"
     )
-    print("|---|---|---|---:|---:|---|---|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---|---|---:|---|---:|---:|---:|")
     for r in rows:
-        # The last epoch's span; "-" for results written before cells recorded it.
-        span = f"{r['span'][-1]:.2f}" if r.get("span") else "-"
+        # The last epoch's span; "-" for cells run before it was the median slope's walk.
+        measured = r.get("span_measure") == "median-slope"
+        span = f"{r['span'][-1]:.2f}" if measured else "-"
+        # The 10th and 90th percentiles of the target words' centroids, as shares of the
+        # source; "-" for cells run before they were recorded.
+        sits = r.get("sits")
+        band = f"{sits['p10']:.0%}–{sits['p90']:.0%}" if sits else "-"
         print(
             f"| {r['corpus']} {r['train_pairs']} | {r['attention']} | {r['recipe']} | "
             f"{r['seed']} | {r['lock_on'] or '-'} | "
             f"{' '.join(f'{d:.2f}' for d in r['diagonal'])} | "
-            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {span} | {r['bleu']:.2f} | "
+            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {span} | {band} | {r['bleu']:.2f} | "
             f"{r['length_ratio']:.2f} | {r['seconds'] / 60:.1f} |"
         )
 
@@ -292,6 +341,8 @@ def main(argv=None):
         table(args.table)
         return
     from keras_luong import SubwordVocabulary
+
+    register_position_bias()
 
     data = corpus(args.data, args.corpus, args.train_pairs, args.valid_pairs)
     (train_src, train_tgt), _ = data

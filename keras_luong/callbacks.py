@@ -157,11 +157,16 @@ def alignment_statistics(weights, source_mask, target_mask):
       word, or spread evenly over the sentence). Pairs with fewer than 2 target tokens, or
       whose attended position does not move at all, count as 0.
     - `span`: the mean over the pairs of how far the attention's centroid
-      `Σ_s s · a_t(s) / Σ_s a_t(s)` moves over the target tokens, `(max_t − min_t) / (S_i − 1)`:
-      near 1 when the target's tokens attend from the source's first word to its last, near 0
-      when attention stays in one place. A correlation cannot see attention that walks over
-      part of the source only (the second half, say); the span does. Pairs with fewer than 2
-      target tokens or source tokens count as 0; steps whose weights are all 0 are left out.
+      `c_t = Σ_s s · a_t(s) / Σ_s a_t(s)` walks over the target tokens, as a share of the
+      source: the median slope of `c_t` against `t` over every two target tokens (Theil–Sen),
+      times the distance from the first target token to the last, over `S_i − 1`, in absolute
+      value and at most 1. Near 1 when the target's tokens attend from the source's first word
+      to its last (or its last to its first), near 0 when attention stays in one place. A
+      correlation cannot see attention that walks over part of the source only (the second
+      half, say); the span does, and a median slope is not moved by a few tokens that attend
+      elsewhere (the first token at the source's first word, say), where the centroid's range
+      would count them as a walk. Pairs with fewer than 2 target tokens or source tokens count
+      as 0; steps whose weights are all 0 are left out.
 
     Args:
         weights: Alignments `(B, T, S)`, each row a distribution over the valid source
@@ -212,9 +217,8 @@ def alignment_statistics(weights, source_mask, target_mask):
             correlations.append(0.0)
             spans.append(0.0)
             continue
-        centroids = centroid[row, steps[mass[row, steps] > 0]]  # steps without weight left out
-        moved = np.ptp(centroids) if len(centroids) else 0.0
-        spans.append(float(moved / (lengths[row] - 1)) if lengths[row] > 1 else 0.0)
+        kept = steps[mass[row, steps] > 0]  # steps without weight left out
+        spans.append(_walk_span(kept, centroid[row, kept], lengths[row]))
         position = attended[row, steps]
         if np.ptp(position) < 1e-9:
             correlations.append(0.0)
@@ -223,6 +227,18 @@ def alignment_statistics(weights, source_mask, target_mask):
     diagonal = float(np.mean(correlations)) if correlations else 0.0
     span = float(np.mean(spans)) if spans else 0.0
     return {"entropy": mean_entropy, "diagonal": diagonal, "span": span}
+
+
+def _walk_span(steps, centroids, length):
+    """How far centroids `(n,)` at increasing target steps `(n,)` walk over a source of
+    `length` tokens: the Theil–Sen slope times the steps' extent, over `length - 1`, in
+    absolute value and at most 1 (0 with fewer than two steps or source tokens)."""
+    if len(steps) < 2 or length < 2:
+        return 0.0
+    first, second = np.triu_indices(len(steps), k=1)
+    slopes = (centroids[second] - centroids[first]) / (steps[second] - steps[first])
+    walked = abs(float(np.median(slopes))) * (steps[-1] - steps[0])
+    return min(walked / (length - 1), 1.0)
 
 
 class AttentionCallback(EveryFrequencyEpochs):

@@ -116,6 +116,30 @@ def test_alignment_span_sees_a_walk_over_part_of_the_source():
     assert stats["span"] == pytest.approx((7.75 - 4.75) / 8)
 
 
+def test_alignment_span_is_not_moved_by_a_few_tokens_that_attend_elsewhere():
+    """The span is the median slope's walk, not the centroids' range: a first token on the
+    source's first word ahead of a walk over its second half is still a walk over half of
+    it, where the range (0 to 8 of 9 words) would say the whole. A jump from one end to the
+    other counts as a walk over the whole source, and no more."""
+    import numpy as np
+
+    from keras_luong.callbacks import alignment_statistics
+
+    source_mask = np.ones((1, 9), bool)
+    target_mask = np.ones((1, 5), bool)
+    outlier = np.zeros((1, 5, 9), "float32")
+    outlier[0, 0, 0] = 1.0
+    for t in range(1, 5):
+        outlier[0, t, 4 + t] = 1.0  # words 5 to 8, one a step
+    # Slopes 5, 3, 7/3, 2 (with step 0) and six of 1 (without): median 1, over 4 steps of 8.
+    assert alignment_statistics(outlier, source_mask, target_mask)["span"] == pytest.approx(0.5)
+    jump = np.zeros((1, 4, 9), "float32")
+    jump[0, :2, 0] = jump[0, 2:, 8] = 1.0
+    # Slopes 0, 4, 8/3, 8, 4, 0: median 10/3, times 3 steps is 10 words of 8: at most 1.
+    stats = alignment_statistics(jump, source_mask, np.ones((1, 4), bool))
+    assert stats["span"] == pytest.approx(1.0)
+
+
 def test_attention_callback_logs_the_models_alignment_statistics():
     """The logged numbers are `alignment_statistics` of the model's own teacher-forced
     alignments on the pairs, after the epoch's training."""
