@@ -251,10 +251,6 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     )  # fmt: skip
     logs = history.history
     sits = where_attention_sits(model, source[:200], target_in[:200])
-    if attention == "local-p-position-bias":
-        sits["position_bias"] = float(
-            keras.ops.convert_to_numpy(model.decoder.cell.attention.position_bias)
-        )
     diagonal = logs["val_attention_diagonal"]
     lock_on = next((e + 1 for e, d in enumerate(diagonal) if d >= args.lock_on), None)
     return {
