@@ -310,10 +310,10 @@ def where_attention_sits(model, source, target_in):
 def table(path):
     rows = [json.loads(line) for line in open(path)]
     print(
-        "| corpus | attention | recipe | seed | lock-on epoch | diagonal by epoch "
-        "| val acc by epoch | span | centroids | BLEU | len ratio | min |"
+        "| corpus | attention | recipe | seed | lock-on epoch | BLEU | span | centroids "
+        "| len ratio | min | diagonal by epoch | val acc by epoch |"
     )
-    print("|---|---|---|---:|---:|---|---|---:|---|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---|---:|---:|---|---|")
     for r in rows:
         # The last epoch's span; "-" for cells run before it was the median slope's walk.
         measured = r.get("span_measure") == "median-slope"
@@ -324,10 +324,10 @@ def table(path):
         band = f"{sits['p10']:.0%}–{sits['p90']:.0%}" if sits else "-"
         print(
             f"| {r['corpus']} {r['train_pairs']} | {r['attention']} | {r['recipe']} | "
-            f"{r['seed']} | {r['lock_on'] or '-'} | "
+            f"{r['seed']} | {r['lock_on'] or '-'} | {r['bleu']:.2f} | {span} | {band} | "
+            f"{r['length_ratio']:.2f} | {r['seconds'] / 60:.1f} | "
             f"{' '.join(f'{d:.2f}' for d in r['diagonal'])} | "
-            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} | {span} | {band} | {r['bleu']:.2f} | "
-            f"{r['length_ratio']:.2f} | {r['seconds'] / 60:.1f} |"
+            f"{' '.join(f'{a:.3f}' for a in r['val_acc'])} |"
         )
 
 
