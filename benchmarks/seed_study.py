@@ -93,6 +93,16 @@ ATTENTIONS = {
     # word's position sit at the source's middle because v_p · tanh(W_p h_t) can give no
     # offset that the decoder state does not carry?
     "local-p-position-bias": {"alignment": "predictive-position-bias", "score_mode": "general"},
+    # local-p whose Gaussian starts wide and narrows epoch by epoch (sigma 40, 20, 10, then 5,
+    # the paper's D / 2 for D = 10, over a window of half-width 40; SigmaSchedule(epochs=3)):
+    # does a start close to global attention, which locks on over the whole source, lead p_t
+    # over the whole source?
+    "local-p-annealed": {
+        "alignment": "predictive",
+        "score_mode": "general",
+        "window": 40,
+        "attention_arguments": {"initial_sigma": 40.0, "sigma": 5.0},
+    },
     "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
 }
 
@@ -188,7 +198,7 @@ def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8, **kwar
 def run_cell(args, data, vocabulary, attention, recipe, seed):
     import keras
 
-    from keras_luong import AttentionCallback, BleuCallback, LuongSeq2Seq
+    from keras_luong import AttentionCallback, BleuCallback, LuongSeq2Seq, SigmaSchedule
     from keras_luong.losses import SequenceLoss
 
     config = settings(RECIPES[recipe])
@@ -240,6 +250,8 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         AttentionCallback(source, target_in, batch_size=100),
         BleuCallback(valid_src, valid_tgt, frequency=args.epochs, tokenize="none", verbose=0),
     ]
+    if "initial_sigma" in attention_config.get("attention_arguments", {}):
+        callbacks.insert(0, SigmaSchedule(epochs=3))  # first: the epoch's sigma, then the rest
     if config["patience"] is not None:
         callbacks.append(
             keras.callbacks.ReduceLROnPlateau("val_loss", factor=0.5, patience=config["patience"])
@@ -250,7 +262,9 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         shuffle=False,
     )  # fmt: skip
     logs = history.history
-    sits = where_attention_sits(model, source[:200], target_in[:200])
+    sits = where_attention_sits(
+        model, source[:200], target_in[:200], sentence_starts(args, encode, source[:200])
+    )
     diagonal = logs["val_attention_diagonal"]
     lock_on = next((e + 1 for e, d in enumerate(diagonal) if d >= args.lock_on), None)
     return {
@@ -278,12 +292,39 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     }
 
 
-def where_attention_sits(model, source, target_in):
+def sentence_starts(args, encode, source):
+    """For the long corpus, where each validation pair joins two pairs: the subword position
+    at which each pair's second sentence starts, in the source and in the target (int arrays
+    `(B,)`, -1 where the joined text's pieces do not begin with the first sentence's own); `None`
+    for Multi30k as it is."""
+    if args.corpus != "long":
+        return None
+    import numpy as np
+
+    from keras_luong.datasets import multi30k
+
+    valid_src, valid_tgt = multi30k.load_data(args.data)["validation"]
+    starts = []
+    for side in (valid_src, valid_tgt):
+        first, second = side[0::2], side[1::2]
+        side_starts = []
+        for a, b in zip(first[: len(source)], second, strict=False):
+            pieces = encode(a)
+            whole = encode(f"{a} {b}")
+            side_starts.append(len(pieces) if whole[: len(pieces)] == pieces else -1)
+        starts.append(np.array(side_starts))
+    return tuple(starts)
+
+
+def where_attention_sits(model, source, target_in, starts=None):
     """Where the attention's mass sits after training: each real target step's centroid
     `Σ_s s · a_t(s) / Σ_s a_t(s)` over its source's positions `0 … S_i - 1`, as a share of
     `S_i - 1`; its 10th, 50th and 90th percentiles, the first target word's median and the
     shares of steps within 5% of either end. (Local-p's predicted position saturating at an
-    end of the source, where the sigmoid's gradient vanishes, shows as mass at 0 or 1.)"""
+    end of the source, where the sigmoid's gradient vanishes, shows as mass at 0 or 1.)
+    With `starts` (the long corpus' second sentences' first positions, source and target,
+    see `sentence_starts`): the share of each target sentence's steps whose centroid lies in
+    the source's same sentence, and their centroids' medians."""
     import numpy as np
     from keras import ops
 
@@ -296,7 +337,27 @@ def where_attention_sits(model, source, target_in):
     relative = centroid / np.maximum(lengths - 1, 1)[:, None]
     real = (target_in != 0) & (lengths[:, None] > 1)
     values = relative[real]
+    by_sentence = {}
+    if starts is not None:
+        source_start, target_start = starts
+        known = (source_start > 0) & (target_start > 0)
+        steps = np.arange(target_in.shape[1])[None, :]
+        # Step t predicts the target's piece t: the second sentence's from its start on
+        # (the end token included).
+        second = steps >= target_start[:, None]
+        in_second = centroid >= source_start[:, None] - 0.5
+        for name, mask in (("first_sentence", ~second), ("second_sentence", second)):
+            chosen = real & known[:, None] & mask
+            same = in_second if name == "second_sentence" else ~in_second
+            by_sentence[name] = {
+                "same": float(np.mean(same[chosen])),
+                "p50": float(np.median(relative[chosen])),
+            }
+        # Where the source's second sentence starts, as a share of S_i - 1 (median).
+        share = source_start / np.maximum(lengths - 1, 1)
+        by_sentence["boundary"] = float(np.median(share[known]))
     return {
+        **by_sentence,
         # The first target word's centroid, median over the pairs.
         "first": float(np.median(relative[:, 0][real[:, 0]])),
         "p10": float(np.percentile(values, 10)),

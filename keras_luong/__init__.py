@@ -31,7 +31,7 @@ if not _starting_the_command_line():
     from keras_luong.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.base_attention import BaseLuongAttention
     from keras_luong.batching import BucketedBatches
-    from keras_luong.callbacks import AttentionCallback, BleuCallback
+    from keras_luong.callbacks import AttentionCallback, BleuCallback, SigmaSchedule
     from keras_luong.decoder import LuongDecoder
     from keras_luong.ensemble import Ensemble
     from keras_luong.global_attention import GlobalAttention
@@ -73,6 +73,7 @@ __all__ = [
     "RecurrentEncoder",
     "ScheduledSampling",
     "SequenceLoss",
+    "SigmaSchedule",
     "SubwordVocabulary",
     "Vocabulary",
     "average_models",
@@ -112,6 +113,7 @@ _MODULES = {
     "RecurrentEncoder": "keras_luong.model_parts",
     "ScheduledSampling": "keras_luong.scheduled_sampling",
     "SequenceLoss": "keras_luong.losses",
+    "SigmaSchedule": "keras_luong.callbacks",
     "SubwordVocabulary": "keras_luong.vocabulary",
     "Vocabulary": "keras_luong.vocabulary",
     "average_models": "keras_luong.averaging",

@@ -43,6 +43,13 @@ class LocalAttention(BaseLuongAttention):
         alignment: `"monotonic"` (local-m) or `"predictive"` (local-p, the default).
         window: The half-width `D` of the window. Defaults to 10.
         sigma: The standard deviation of the local-p Gaussian. Defaults to `window / 2`.
+        initial_sigma: Optional, local-p only: the Gaussian's standard deviation at the start
+            of training. The layer then holds σ in a non-trainable variable (`sigma_variable`,
+            saved with the weights), started at `initial_sigma`, which
+            `keras_luong.callbacks.SigmaSchedule` narrows to `sigma` epoch by epoch: a wide
+            Gaussian in a wide window first, close to global attention, which locks on over
+            the whole source, then the paper's narrow one. Without the callback σ stays at
+            `initial_sigma`.
         renormalize: If `True`, local-p weights are renormalised to sum to one after the
             Gaussian. Defaults to `False`, the paper's choice.
         position_units: Width of `W_p` in local-p. Defaults to the query's size.
@@ -110,6 +117,7 @@ class LocalAttention(BaseLuongAttention):
         sigma=None,
         renormalize=False,
         position_units=None,
+        initial_sigma=None,
         score_mode="general",
         units=None,
         use_scale=False,
@@ -131,6 +139,13 @@ class LocalAttention(BaseLuongAttention):
         window = check_integer("window", window, minimum=0)
         if sigma is not None:
             check_number("sigma", sigma, minimum=0, exclusive=True)
+        if initial_sigma is not None:
+            if alignment != "predictive":
+                raise ValueError(
+                    "initial_sigma narrows local-p's Gaussian; local-m (alignment='monotonic') "
+                    f"has none. Received: alignment={alignment!r}, initial_sigma={initial_sigma!r}"
+                )
+            initial_sigma = check_number("initial_sigma", initial_sigma, minimum=0, exclusive=True)
         if alignment == "predictive" and sigma is None and window == 0:
             raise ValueError(
                 "local-p with window=0 has sigma = window / 2 = 0; pass a positive sigma. "
@@ -154,10 +169,21 @@ class LocalAttention(BaseLuongAttention):
         self.sigma = sigma
         self.renormalize = renormalize
         self.position_units = position_units
+        self.initial_sigma = initial_sigma
+        self.sigma_variable = None
+
+    @property
+    def final_sigma(self):
+        """The Gaussian's standard deviation once trained: `sigma`, or `window / 2`."""
+        return float(self.sigma) if self.sigma is not None else self.window / 2
 
     @property
     def window_sigma(self):
-        return float(self.sigma) if self.sigma is not None else self.window / 2
+        """The Gaussian's standard deviation now: `sigma_variable` where the layer narrows it
+        (`initial_sigma`), else `final_sigma`."""
+        if self.sigma_variable is not None:
+            return self.sigma_variable
+        return self.final_sigma
 
     def build(self, query_shape, value_shape):
         super().build(query_shape, value_shape)
@@ -175,6 +201,14 @@ class LocalAttention(BaseLuongAttention):
                 initializer=self.kernel_initializer,
                 regularizer=self.kernel_regularizer,
             )
+            if self.initial_sigma is not None:
+                self.sigma_variable = self.add_weight(
+                    name="sigma",
+                    shape=(),
+                    initializer=keras.initializers.Constant(self.initial_sigma),
+                    dtype="float32",
+                    trainable=False,
+                )
 
     def prepare(self, value, value_mask=None):
         """The per-source memory of `BaseLuongAttention.prepare`, plus what the window gather
@@ -276,7 +310,11 @@ class LocalAttention(BaseLuongAttention):
         weights = self.masked_softmax(self.score(self.window_query(query), keys_window), inside)
         if self.alignment == "predictive":
             distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
-            weights = weights * ops.exp(-ops.square(distance) / (2.0 * self.window_sigma**2))
+            if self.sigma_variable is None:
+                variance = self.final_sigma**2
+            else:
+                variance = ops.square(ops.cast(self.sigma_variable, weights.dtype))
+            weights = weights * ops.exp(-ops.square(distance) / (2.0 * variance))
             if self.renormalize:
                 total = ops.sum(weights, axis=-1, keepdims=True)
                 weights = weights / ops.where(total > 0, total, ops.ones_like(total))
@@ -355,6 +393,7 @@ class LocalAttention(BaseLuongAttention):
                 "sigma": self.sigma,
                 "renormalize": self.renormalize,
                 "position_units": self.position_units,
+                "initial_sigma": self.initial_sigma,
             }
         )
         return config

@@ -1,12 +1,15 @@
-"""The BLEU callback (keras_luong.callbacks): BLEU logged each epoch, for checkpoints to monitor."""
+"""The callbacks (keras_luong.callbacks): BLEU and attention logged each epoch, sigma narrowed."""
 
 import os
 
 import keras
+import numpy as np
 import pytest
 
-from keras_luong.callbacks import BleuCallback
+from keras_luong import LocalAttention, LuongSeq2Seq
+from keras_luong.callbacks import BleuCallback, SigmaSchedule
 from keras_luong.evaluation import corpus_bleu
+from keras_luong.losses import SequenceLoss
 from keras_luong.vocabulary import Vocabulary
 from tests.corpora import ENGLISH, GERMAN, tiny_model
 
@@ -176,3 +179,48 @@ def test_attention_callback_logs_the_models_alignment_statistics():
         AttentionCallback(source, target_in[:2])
     with pytest.raises(ValueError, match="source"):
         AttentionCallback(np.zeros((0, 3), "int32"), target_in[:0])
+
+
+def annealed_model(**kwargs):
+    return LuongSeq2Seq(
+        12, 12, units=8, embedding_dim=4, alignment="predictive", window=6,
+        attention_arguments={"initial_sigma": 8.0, "sigma": 2.0}, **kwargs,
+    )  # fmt: skip
+
+
+ANNEALED_SOURCE = np.array([[4, 5, 6, 7, 8, 9], [7, 8, 9, 10, 0, 0]])
+ANNEALED_TARGET_IN = np.array([[1, 4, 5, 6, 7], [1, 7, 8, 9, 0]])
+ANNEALED_TARGET_OUT = np.array([[4, 5, 6, 7, 2], [7, 8, 9, 2, 0]])
+
+
+def test_sigma_schedule_narrows_sigma_geometrically_and_the_train_step_reads_it():
+    model = annealed_model()
+    # A zero learning rate: the weights stay, so each epoch's training loss is the loss of
+    # the model at that epoch's sigma.
+    model.compile(keras.optimizers.SGD(0.0), SequenceLoss())
+    schedule = SigmaSchedule(epochs=2)
+    data = ((ANNEALED_SOURCE, ANNEALED_TARGET_IN), ANNEALED_TARGET_OUT)
+    history = model.fit(*data, epochs=4, verbose=0, callbacks=[schedule])
+    # 8 · (2 / 8) ** (e / 2): 8, 4, then 2 from the second epoch on.
+    assert schedule.history == [8.0, 4.0, 2.0, 2.0]
+    attention = model.decoder.cell.attention
+    losses = []
+    for sigma in schedule.history:
+        attention.sigma_variable.assign(sigma)
+        losses.append(model.evaluate(*data, verbose=0))
+    np.testing.assert_allclose(history.history["loss"], losses, rtol=1e-5)
+    assert losses[0] != pytest.approx(losses[2])  # sigma matters to these pairs
+
+
+def test_sigma_schedule_refuses_what_it_cannot_narrow():
+    with pytest.raises(ValueError, match="epochs=0"):
+        SigmaSchedule(epochs=0)
+    with pytest.raises(ValueError, match="argument layers"):
+        SigmaSchedule(layers=[LocalAttention()])  # no initial_sigma
+    model = LuongSeq2Seq(12, 12, units=8, embedding_dim=4, alignment="predictive")
+    model.compile("adam", SequenceLoss())
+    with pytest.raises(ValueError, match="found no LocalAttention layer built with initial_sigma"):
+        model.fit(
+            (ANNEALED_SOURCE, ANNEALED_TARGET_IN), ANNEALED_TARGET_OUT, epochs=1, verbose=0,
+            callbacks=[SigmaSchedule()],
+        )  # fmt: skip

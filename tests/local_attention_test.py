@@ -14,6 +14,7 @@ from tests.test_case import (
     gradients,
     length_mask,
     random,
+    save_and_load,
     to_numpy,
     weights_by_name,
 )
@@ -50,7 +51,7 @@ def reference_local(layer, query, value, value_mask, positions):
     )
     weights = masked_softmax(luong_scores(layer, query, value), in_window)
     if layer.alignment == "predictive":
-        sigma = layer.window_sigma
+        sigma = float(to_numpy(layer.window_sigma))  # a float, or the narrowed sigma's variable
         weights = weights * np.exp(-((source - positions[..., None]) ** 2) / (2 * sigma**2))
         if layer.renormalize:
             total = weights.sum(-1, keepdims=True)
@@ -272,11 +273,38 @@ def test_dropout_only_in_training():
         ({"score_mode": "location", "max_source_length": 9}, "score_mode='location'"),
         ({"window": 0}, "sigma=None"),
         ({"position_units": 0}, "position_units=0"),
+        ({"initial_sigma": 0}, "initial_sigma=0"),
+        ({"initial_sigma": "wide"}, "initial_sigma='wide'"),
+        ({"alignment": "monotonic", "initial_sigma": 8.0}, "alignment='monotonic'"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LocalAttention(**kwargs)
+
+
+def test_initial_sigma_is_a_variable_the_gaussian_reads():
+    query, value = random((B, T, D), seed=41), random((B, S, D), seed=42)
+    value_mask = length_mask([9, 6, 3], S)
+    layer = LocalAttention(window=4, sigma=1.0, initial_sigma=6.0, score_mode="general")
+    layer(query, value)
+    # Non-trainable, started at initial_sigma; the final sigma is the argument's.
+    assert layer.sigma_variable in layer.non_trainable_weights
+    assert float(to_numpy(layer.sigma_variable)) == 6.0 and layer.final_sigma == 1.0
+    fixed = LocalAttention(window=4, sigma=6.0, score_mode="general")
+    fixed(query, value)
+    fixed.set_weights(layer.get_weights()[:-1])  # the same weights but the variable
+    for sigma in (6.0, 2.5):
+        layer.sigma_variable.assign(sigma)
+        out, weights, positions = call_and_check_positions(layer, query, value, value_mask)
+        expected_out, expected_weights = reference_local(layer, query, value, value_mask, positions)
+        assert_allclose(weights, expected_weights)
+        assert_allclose(out, expected_out)
+    # At the variable's value, the layer is local-p with that sigma.
+    layer.sigma_variable.assign(6.0)
+    assert_allclose(
+        layer(query, value, value_mask=value_mask), fixed(query, value, value_mask=value_mask)
+    )
 
 
 def test_monotonic_one_step_needs_the_step():
@@ -327,6 +355,17 @@ class TestLocalAttentionLayer(TestCase):
             seed=3,
         )  # fmt: skip
         self.run_serialization_test(layer, [random((B, T, D), seed=23), random((B, S, D), seed=24)])
+
+    def test_narrowed_sigma_round_trips_with_the_weights(self, tmp_path):
+        query, value = keras.Input((T, D)), keras.Input((S, D))
+        layer = LocalAttention(window=4, sigma=1.0, initial_sigma=6.0)
+        model = keras.Model([query, value], layer(query, value))
+        layer.sigma_variable.assign(2.5)  # mid-schedule: the file keeps 2.5, not 6
+        inputs = [random((B, T, D), seed=43), random((B, S, D), seed=44)]
+        _, loaded = save_and_load(model, tmp_path)
+        assert_allclose(loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+        assert float(to_numpy(loaded.layers[-1].sigma_variable)) == 2.5
+        assert loaded.layers[-1].get_config()["initial_sigma"] == 6.0
 
     def test_keras_file_loads_on_another_backend(self, tmp_path):
         inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
