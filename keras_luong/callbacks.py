@@ -355,12 +355,12 @@ class SigmaSchedule(keras.callbacks.Callback):
     cells and their cells' attention (`LuongSeq2Seq`'s `model.decoder.cell.attention`), or
     given as `layers`.
 
-    Local-p's window holds the Gaussian's centre only where the decoder state predicts it: with
-    the paper's narrow Gaussian from the first step, the predicted position can settle in a
-    band of the source (over the second half of pairs of two sentences, in the translation
-    seed study) where no gradient reaches the words outside it. A wide Gaussian in a window
-    that holds most of the source first lets attention lock on over the whole source, as
-    global attention does, and the predicted position follow it.
+    Local-p attends only within the window around its predicted position, and the words
+    outside the window give that position no gradient. With the paper's narrow Gaussian from
+    the first step, in the translation guide's seed study (pairs of two sentences), local-p's
+    attention walked over the second half of the source only, in every seed; a wider window
+    alone did not change that. Started wide (a window of half-width 40, σ from 40 to 5 over
+    three epochs) it locked on over the whole source in every seed, as global attention does.
 
     Args:
         epochs: The epochs over which σ narrows; σ is `sigma` from this epoch on. Defaults to

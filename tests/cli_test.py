@@ -274,6 +274,20 @@ def test_train_is_the_documented_recipe(prepared, tmp_path, bucket_width):
     assert loaded.translate(ENGLISH[:2]) == model.translate(ENGLISH[:2])
 
 
+def test_train_narrows_local_ps_gaussian(prepared, tmp_path):
+    """`--alignment predictive` trains local-p as the seed study found it locks on: a window
+    of half-width 40, σ narrowed from 40 to 5 over three epochs (40, then 20 at the second)."""
+    corpus, _, _ = prepared
+    out = str(tmp_path / "local_p.keras")
+    argv = ["--corpus", corpus, "--out", out, "--alignment", "predictive", "--epochs", "2"]
+    argv += ["--units", "8", "--embedding-dim", "4", "--tokens-per-batch", "64", "--quiet"]
+    assert train_cli.main(argv) == 0
+    attention = keras.saving.load_model(out).decoder.cell.attention
+    assert (attention.alignment, attention.window) == ("predictive", 40)
+    assert (attention.initial_sigma, attention.final_sigma) == (40.0, 5.0)
+    assert float(keras.ops.convert_to_numpy(attention.sigma_variable)) == 20.0
+
+
 def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
     corpus, valid_source, _ = prepared
     out = str(tmp_path / "m.keras")
