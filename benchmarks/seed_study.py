@@ -195,7 +195,7 @@ def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8, **kwar
     )
 
 
-def run_cell(args, data, vocabulary, attention, recipe, seed):
+def run_cell(args, data, vocabulary, attention, recipe, seed, starts=None):
     import keras
 
     from keras_luong import AttentionCallback, BleuCallback, LuongSeq2Seq, SigmaSchedule
@@ -262,9 +262,7 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
         shuffle=False,
     )  # fmt: skip
     logs = history.history
-    sits = where_attention_sits(
-        model, source[:200], target_in[:200], sentence_starts(args, encode, source[:200])
-    )
+    sits = where_attention_sits(model, source[:200], target_in[:200], starts)
     diagonal = logs["val_attention_diagonal"]
     lock_on = next((e + 1 for e, d in enumerate(diagonal) if d >= args.lock_on), None)
     return {
@@ -292,11 +290,11 @@ def run_cell(args, data, vocabulary, attention, recipe, seed):
     }
 
 
-def sentence_starts(args, encode, source):
+def sentence_starts(args, encode, pairs):
     """For the long corpus, where each validation pair joins two pairs: the subword position
-    at which each pair's second sentence starts, in the source and in the target (int arrays
-    `(B,)`, -1 where the joined text's pieces do not begin with the first sentence's own); `None`
-    for Multi30k as it is."""
+    at which each of the first `pairs` pairs' second sentence starts, in the source and in the
+    target (int arrays `(pairs,)`, -1 where the joined text's pieces do not begin with the
+    first sentence's own); `None` for Multi30k as it is."""
     if args.corpus != "long":
         return None
     import numpy as np
@@ -308,7 +306,7 @@ def sentence_starts(args, encode, source):
     for side in (valid_src, valid_tgt):
         first, second = side[0::2], side[1::2]
         side_starts = []
-        for a, b in zip(first[: len(source)], second, strict=False):
+        for a, b in zip(first[:pairs], second, strict=False):
             pieces = encode(a)
             whole = encode(f"{a} {b}")
             side_starts.append(len(pieces) if whole[: len(pieces)] == pieces else -1)
@@ -346,9 +344,12 @@ def where_attention_sits(model, source, target_in, starts=None):
         # (the end token included).
         second = steps >= target_start[:, None]
         in_second = centroid >= source_start[:, None] - 0.5
-        for name, mask in (("first_sentence", ~second), ("second_sentence", second)):
+        sentences = (
+            ("first_sentence", ~second, ~in_second),
+            ("second_sentence", second, in_second),
+        )
+        for name, mask, same in sentences:
             chosen = real & known[:, None] & mask
-            same = in_second if name == "second_sentence" else ~in_second
             by_sentence[name] = {
                 "same": float(np.mean(same[chosen])),
                 "p50": float(np.median(relative[chosen])),
@@ -406,10 +407,12 @@ def main(argv=None):
     vocabulary = SubwordVocabulary.train(
         train_src + train_tgt, vocabulary_size=args.vocabulary_size, seed=0
     )
+    # Where the watched validation pairs' second sentences start: once, for every cell.
+    starts = sentence_starts(args, vocabulary.encode, min(200, len(data[1][0])))
     for attention in args.attentions.split(","):
         for recipe in args.recipes.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
-                result = run_cell(args, data, vocabulary, attention, recipe, seed)
+                result = run_cell(args, data, vocabulary, attention, recipe, seed, starts)
                 with open(args.output, "a") as out:
                     out.write(json.dumps(result) + "\n")
                 print(json.dumps(result), flush=True)
