@@ -14,15 +14,13 @@ operation by operation.
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 PRODUCTS = ("aten::mm", "aten::bmm", "aten::addmm")
 
 
 def main():
-    from benchmarks.compare_checkouts import batch_data, recipe_model
+    from benchmarks.compare_checkouts import batch_data, interleaved_medians, recipe_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
@@ -49,13 +47,8 @@ def main():
     def step():
         model.train_on_batch((source, target[:, :-1]), target[:, 1:])
 
-    for _ in range(3):
-        step()  # the optimizer's variables built, torch's kernels warmed
-    times = []
-    for _ in range(8):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
+    step()  # the optimizer's variables built before the timed and profiled steps
+    median = interleaved_medians({"recipe": {"step": step}}, ["step"], rounds=8, calls=1)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
         for _ in range(args.steps):
             step()
@@ -65,7 +58,7 @@ def main():
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, B={args.batch}, "
         f"S=T={args.length}, vocabulary {args.vocabulary}"
     )
-    print(f"median step: {statistics.median(times) * 1e3:.0f} ms")
+    print(f"median step: {median['recipe', 'step'] * 1e3:.0f} ms")
     print(f"{'operation':<52} {'share':>6} {'calls/step':>10}")
     for event in sorted(events, key=lambda e: -e.self_cpu_time_total)[: args.rows]:
         share = event.self_cpu_time_total / total
