@@ -106,6 +106,26 @@ def recipe_model(vocabulary, seed=0):
     )
 
 
+def recipe_train_step(vocabulary, batch, length):
+    """A function of no arguments that trains `recipe_model(vocabulary)`, compiled by the
+    recipe (Adam 2e-3 with global norm 5, `SequenceLoss(label_smoothing=0.1)`), on one batch
+    of `batch_data(vocabulary, batch, length)`."""
+    import keras
+
+    from keras_luong import SequenceLoss
+
+    model = recipe_model(vocabulary)
+    model.compile(
+        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
+    )
+    source, target = batch_data(vocabulary, batch, length)
+
+    def step():
+        model.train_on_batch((source, target[:, :-1]), target[:, 1:])
+
+    return step
+
+
 def interleaved_medians(versions, cases, rounds, calls):
     """`{(version, case): median seconds}` of every version's calls, compiled first, then
     timed in rounds whose order of versions alternates."""

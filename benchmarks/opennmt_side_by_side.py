@@ -35,7 +35,10 @@ with its engine's threads set to match: `OMP_NUM_THREADS`/`MKL_NUM_THREADS` for 
 OpenNMT-py, `TF_NUM_INTRAOP_THREADS`/`TF_NUM_INTEROP_THREADS` for TensorFlow, and for JAX
 XLA's Eigen pool switched off at one thread (`--xla_cpu_multi_thread_eigen=false
 intra_op_parallelism_threads=1`). Run nothing else beside it: on a 2-core machine any other job
-is measured too.
+is measured too. `--reuse-large-blocks` starts every engine's process with glibc's `malloc`
+reusing large blocks (the thresholds that `keras_luong.allocator.reuse_large_blocks()` sets,
+and `python -m keras_luong.train` sets on torch): on a CPU, torch and OpenNMT-py otherwise map
+every logits-sized tensor afresh. The table's heading says how `malloc` ran.
 
 It prints, per engine and thread count:
 - validation token accuracy (teacher forced, over every real target token and the end token,
@@ -85,6 +88,14 @@ def parse_args(argv=None):
         type=int,
         default=1,
         help="run the engines this many times, the order reversed every other round",
+    )
+    parser.add_argument(
+        "--reuse-large-blocks",
+        action="store_true",
+        help="start every engine's process with glibc's malloc reusing large blocks "
+        "(MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 1 GiB: the setting "
+        "keras_luong.allocator.reuse_large_blocks() makes, and python -m keras_luong.train "
+        "makes on torch)",
     )
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -225,6 +236,29 @@ def path(args, name):
 def read_lines(args, name):
     with open(path(args, name), encoding="utf-8") as f:
         return f.read().splitlines()
+
+
+# glibc's malloc reusing large blocks from a process's start: the thresholds that
+# keras_luong.allocator.reuse_large_blocks() sets in a running one (1 GiB).
+REUSE_LARGE_BLOCKS = {
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+}
+
+
+def set_allocator(args):
+    """With `--reuse-large-blocks`, puts glibc's thresholds in this process's environment,
+    which every engine's process starts from (`thread_env`)."""
+    if args.reuse_large_blocks:
+        os.environ.update(REUSE_LARGE_BLOCKS)
+
+
+def allocator_note():
+    """How glibc's malloc runs in the engines' processes, as the environment sets it."""
+    set_here = {k: v for k, v in sorted(os.environ.items()) if k.startswith("MALLOC_")}
+    if not set_here:
+        return "glibc's malloc as it starts"
+    return "glibc's malloc with " + ", ".join(f"{k}={v}" for k, v in set_here.items())
 
 
 def pinned(threads):
@@ -537,7 +571,8 @@ def table(args, results):
     several = args.rounds > 1
     lines = [
         f"{args.corpus} corpus, {results[0][2]['pairs']} training pairs, seed {args.seed}, "
-        f"keras-luong's bucket width {str(args.bucket_width).lower()}:",
+        f"keras-luong's bucket width {str(args.bucket_width).lower()}, {allocator_note()} "
+        "in every engine:",
         "",
         "| engine | threads | "
         + ("round | " if several else "")
@@ -580,6 +615,7 @@ def main(argv=None):
         print(json.dumps(keras_worker(args)))
         return
     engines = checked_engines(args)
+    set_allocator(args)
     pairs = prepare(args)
     results = []
     for threads in (int(t) for t in args.threads.split(",")):

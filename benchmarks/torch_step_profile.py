@@ -9,7 +9,8 @@ It prints the median time of a step, each operation's share of the profiled step
 (its own time, the operations it calls excluded; the `--rows` largest), and the share of the
 matrix products (`mm`, `bmm`, `addmm`) together: how much of a step is arithmetic that
 another engine of the same model (OpenNMT-py's) must also do, against the cost of running
-operation by operation.
+operation by operation. `--reuse-large-blocks` profiles with glibc's `malloc` reusing large
+blocks (`keras_luong.allocator`), as `python -m keras_luong.train` trains on torch.
 """
 
 import argparse
@@ -20,7 +21,7 @@ PRODUCTS = ("aten::mm", "aten::bmm", "aten::addmm")
 
 
 def main():
-    from benchmarks.compare_checkouts import batch_data, interleaved_medians, recipe_model
+    from benchmarks.compare_checkouts import interleaved_medians, recipe_train_step
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
@@ -28,6 +29,11 @@ def main():
     parser.add_argument("--vocabulary", type=int, default=8000)
     parser.add_argument("--steps", type=int, default=3, help="profiled steps")
     parser.add_argument("--rows", type=int, default=15)
+    parser.add_argument(
+        "--reuse-large-blocks",
+        action="store_true",
+        help="profile with glibc's malloc reusing large blocks (keras_luong.allocator)",
+    )
     args = parser.parse_args()
     import keras
 
@@ -36,17 +42,11 @@ def main():
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from keras_luong import SequenceLoss
+    from keras_luong.allocator import reuse_large_blocks
 
-    model = recipe_model(args.vocabulary)
-    model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
-    )
-    source, target = batch_data(args.vocabulary, args.batch, args.length)
-
-    def step():
-        model.train_on_batch((source, target[:, :-1]), target[:, 1:])
-
+    if args.reuse_large_blocks and not reuse_large_blocks():
+        parser.error("--reuse-large-blocks: this C library has no mallopt (not glibc)")
+    step = recipe_train_step(args.vocabulary, args.batch, args.length)
     step()  # the optimizer's variables built before the timed and profiled steps
     median = interleaved_medians({"recipe": {"step": step}}, ["step"], rounds=8, calls=1)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:

@@ -11,11 +11,17 @@ validation set it also logs the validation loss, `val_bleu` and `val_attention_d
 halves the rate when the validation loss stops falling, stops when `val_bleu` has not risen
 for `--patience` epochs, and keeps the best epoch's weights. The `.keras` file written holds
 the corpus's vocabulary: `python -m keras_luong.translate --model` takes it as it is.
+
+On torch it first has glibc's `malloc` reuse large blocks (`keras_luong.allocator`): the
+tensors of the logits and of their gradient then come from its heap, where by default each is
+mapped afresh at every step, which costs a training step on a CPU about a fifth of its time.
 """
 
 import argparse
 import os
 import sys
+
+from keras_luong.allocator import reuse_large_blocks
 
 
 def main(argv=None):
@@ -127,6 +133,13 @@ def bucket_width_argument(text):
     return int(text)
 
 
+def tune_allocator(backend):
+    """On torch, has glibc's malloc reuse large blocks (`keras_luong.allocator`): the tensors
+    of the logits and of their gradient then come from the heap step after step, rather than
+    from pages mapped afresh for each. Returns whether it did."""
+    return backend == "torch" and reuse_large_blocks()
+
+
 def train(args):
     """The recipe, from the parsed `args`."""
     import keras
@@ -138,6 +151,7 @@ def train(args):
     from keras_luong.losses import SequenceLoss
     from keras_luong.seq2seq import LuongSeq2Seq
 
+    tune_allocator(keras.backend.backend())
     corpus = PreparedCorpus(args.corpus)
     vocabulary = corpus.vocabulary
     keras.utils.set_random_seed(args.seed)

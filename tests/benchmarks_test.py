@@ -118,3 +118,28 @@ def test_speed_ratios_pair_each_run_with_its_own_rounds_opennmt():
     text = side.table(args, results)
     assert "| keras-luong (torch) | 2 | 2 | 8,000 | 10 | 25.0% | 1,800 | - | 1.0 |" in text
     assert "at 2 threads: 1.10×, 0.90×, 1.10× (round by round; median 1.10×)" in text
+
+
+def test_reuse_large_blocks_reaches_every_engine_and_the_heading(monkeypatch):
+    """`--reuse-large-blocks` puts glibc's two thresholds (1 GiB, as
+    `keras_luong.allocator.reuse_large_blocks()` sets them) in the environment every engine's
+    process starts from, and the table's heading says how malloc ran."""
+    for name in list(os.environ):
+        if name.startswith("MALLOC_"):
+            monkeypatch.delenv(name)
+    args = SimpleNamespace(epochs=1, rounds=1, corpus="long", seed=0, bucket_width=None)
+    results = [run("torch", 2, 1, 3300), run("opennmt", 2, 1, 3000)]
+    assert "glibc's malloc as it starts in every engine" in side.table(args, results)
+    side.set_allocator(side.parse_args([]))
+    assert "MALLOC_MMAP_THRESHOLD_" not in side.thread_env("torch", 2)
+
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # set_allocator's changes undone
+    side.set_allocator(side.parse_args(["--reuse-large-blocks"]))
+    for engine in ("torch", "jax", "opennmt"):
+        env = side.thread_env(engine, 2)
+        assert env["MALLOC_MMAP_THRESHOLD_"] == env["MALLOC_TRIM_THRESHOLD_"] == str(2**30)
+    heading = side.table(args, results).splitlines()[0]
+    assert heading.endswith(
+        "glibc's malloc with MALLOC_MMAP_THRESHOLD_=1073741824, "
+        "MALLOC_TRIM_THRESHOLD_=1073741824 in every engine:"
+    )

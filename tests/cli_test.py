@@ -274,9 +274,12 @@ def test_train_is_the_documented_recipe(prepared, tmp_path, bucket_width):
     assert loaded.translate(ENGLISH[:2]) == model.translate(ENGLISH[:2])
 
 
-def test_train_narrows_local_ps_gaussian(prepared, tmp_path):
+def test_train_narrows_local_ps_gaussian(prepared, tmp_path, monkeypatch):
     """`--alignment predictive` trains local-p as the seed study found it locks on: a window
-    of half-width 40, σ narrowed from 40 to 5 over three epochs (40, then 20 at the second)."""
+    of half-width 40, σ narrowed from 40 to 5 over three epochs (40, then 20 at the second).
+    The allocator is left as it is (this runs on JAX)."""
+    raised = []
+    monkeypatch.setattr(train_cli, "reuse_large_blocks", lambda: raised.append(1) or True)
     corpus, _, _ = prepared
     out = str(tmp_path / "local_p.keras")
     argv = ["--corpus", corpus, "--out", out, "--alignment", "predictive", "--epochs", "2"]
@@ -286,6 +289,20 @@ def test_train_narrows_local_ps_gaussian(prepared, tmp_path):
     assert (attention.alignment, attention.window) == ("predictive", 40)
     assert (attention.initial_sigma, attention.final_sigma) == (40.0, 5.0)
     assert float(keras.ops.convert_to_numpy(attention.sigma_variable)) == 20.0
+    assert raised == ([1] if keras.backend.backend() == "torch" else [])
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
+def test_train_has_malloc_reuse_large_blocks_on_torch_only(backend, monkeypatch):
+    """The command's first step on torch: glibc's malloc reusing large blocks (its return
+    passed on: `False` where the C library is not glibc); on the other backends, nothing."""
+    for available in (True, False):
+        raised = []
+        monkeypatch.setattr(
+            train_cli, "reuse_large_blocks", lambda a=available, r=raised: r.append(1) or a
+        )
+        assert train_cli.tune_allocator(backend) is (available and backend == "torch")
+        assert raised == ([1] if backend == "torch" else [])
 
 
 def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
