@@ -17,10 +17,9 @@ import ctypes.util
 # mallopt's parameter numbers, in glibc's malloc.h.
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-DEFAULT_SIZE = 1 << 30  # 1 GiB
 
 
-def reuse_large_blocks(size=DEFAULT_SIZE):
+def reuse_large_blocks(size=2**30):
     """Has glibc's `malloc` serve blocks of up to `size` bytes from its heap and keep up to
     `size` bytes of freed memory there, for the rest of the process: its mmap and trim
     thresholds, which the environment variables `MALLOC_MMAP_THRESHOLD_` and
