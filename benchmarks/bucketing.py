@@ -49,10 +49,9 @@ def main(argv=None):
     import numpy as np
     from translate import smoothed_loss
 
-    from keras_luong import LuongSeq2Seq
-    from keras_luong.batching import BucketedBatches
+    from keras_luong import LuongSeq2Seq, SubwordVocabulary
+    from keras_luong.data.batching import BucketedBatches
     from keras_luong.datasets import multi30k
-    from keras_luong.vocabulary import SubwordVocabulary
 
     keras.utils.set_random_seed(0)
     english, german = multi30k.load_data(args.data)["train"]

@@ -12,8 +12,8 @@ import os
 import keras
 
 from keras_luong import BeamSearchSampler
+from keras_luong.data.vocabulary import Vocabulary
 from keras_luong.datasets import cmudict
-from keras_luong.vocabulary import Vocabulary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -99,7 +99,7 @@ def write(path, pairs, compare_pairs, path_compare):
 
 
 def prepare(path, out):
-    from keras_luong.datasets.prepared import prepare_corpus
+    from keras_luong.data.prepared import prepare_corpus
 
     corpus = prepare_corpus(
         f"{path}.en", f"{path}.de", out, max_words=50, overwrite=True, verbose=2
@@ -123,8 +123,8 @@ def train(corpus_dir, steps, memory_pairs, tokens_per_batch, units):
     import numpy as np
 
     from keras_luong import LuongSeq2Seq
-    from keras_luong.batching import BucketedBatches
-    from keras_luong.datasets.prepared import PreparedCorpus
+    from keras_luong.data.batching import BucketedBatches
+    from keras_luong.data.prepared import PreparedCorpus
 
     corpus = PreparedCorpus(corpus_dir)
     if memory_pairs:

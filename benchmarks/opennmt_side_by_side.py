@@ -36,9 +36,10 @@ OpenNMT-py, `TF_NUM_INTRAOP_THREADS`/`TF_NUM_INTEROP_THREADS` for TensorFlow, an
 XLA's Eigen pool switched off at one thread (`--xla_cpu_multi_thread_eigen=false
 intra_op_parallelism_threads=1`). Run nothing else beside it: on a 2-core machine any other job
 is measured too. `--reuse-large-blocks` starts every engine's process with glibc's `malloc`
-reusing large blocks (the thresholds that `keras_luong.allocator.reuse_large_blocks()` sets,
-and `python -m keras_luong.train` sets on torch): on a CPU, torch and OpenNMT-py otherwise map
-every logits-sized tensor afresh. The table's heading says how `malloc` ran.
+reusing large blocks (the thresholds that
+`keras_luong.training.allocator.reuse_large_blocks()` sets, and `python -m keras_luong.train`
+sets on torch): on a CPU, torch and OpenNMT-py otherwise map every logits-sized tensor afresh.
+The table's heading says how `malloc` ran.
 
 It prints, per engine and thread count:
 - validation token accuracy (teacher forced, over every real target token and the end token,
@@ -94,7 +95,8 @@ def parse_args(argv=None):
         action="store_true",
         help="start every engine's process with glibc's malloc reusing large blocks "
         "(MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 1 GiB: the setting "
-        "keras_luong.allocator.reuse_large_blocks() makes, and python -m keras_luong.train "
+        "keras_luong.training.allocator.reuse_large_blocks() makes, and "
+        "python -m keras_luong.train "
         "makes on torch)",
     )
     args = parser.parse_args(argv)
@@ -239,7 +241,7 @@ def read_lines(args, name):
 
 
 # glibc's malloc reusing large blocks from a process's start: the thresholds that
-# keras_luong.allocator.reuse_large_blocks() sets in a running one (1 GiB).
+# keras_luong.training.allocator.reuse_large_blocks() sets in a running one (1 GiB).
 REUSE_LARGE_BLOCKS = {
     "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
     "MALLOC_TRIM_THRESHOLD_": str(1 << 30),

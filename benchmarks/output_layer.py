@@ -42,8 +42,8 @@ def main():
     import keras
     from keras import ops
 
-    from keras_luong import seq2seq
-    from keras_luong.losses import SequenceLoss
+    from keras_luong.models import seq2seq
+    from keras_luong.training.losses import SequenceLoss
 
     source, target = batch_data(vocabulary=args.vocabulary)
     inputs, labels = (source, target[:, :-1]), target[:, 1:]

@@ -207,7 +207,7 @@ def run_cell(args, data, vocabulary, attention, recipe, seed, starts=None):
     import keras
 
     from keras_luong import AttentionCallback, BleuCallback, LuongSeq2Seq, SigmaSchedule
-    from keras_luong.losses import SequenceLoss
+    from keras_luong.training.losses import SequenceLoss
 
     config = settings(RECIPES[recipe])
     keras.utils.set_random_seed(seed)

@@ -34,7 +34,7 @@ def main():
     from keras import ops
 
     from keras_luong import LuongSeq2Seq
-    from keras_luong.losses import SequenceLoss
+    from keras_luong.training.losses import SequenceLoss
 
     class OneHotLoss(keras.losses.Loss):
         """The previous form: a smoothed one-hot of the targets, padding left out."""

@@ -1,4 +1,4 @@
-"""Does `keras_luong.losses.sequence_loss` equal tensorflow-addons' `sequence_loss` (and
+"""Does `keras_luong.training.losses.sequence_loss` equal tensorflow-addons' `sequence_loss` (and
 `SequenceLoss` its class) on the same logits, for every combination of its flags?
 
     KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_sequence_loss_parity.py \
@@ -54,7 +54,7 @@ def main():
         return
     import keras
 
-    from keras_luong.losses import SequenceLoss, sequence_loss
+    from keras_luong.training.losses import SequenceLoss, sequence_loss
 
     logits, targets, weights = inputs()
     worst = 0.0

@@ -1,7 +1,7 @@
 """How much of a torch training step on a CPU goes to glibc mapping fresh pages? The recipe's
 training step (the model and batch of `torch_step_profile.py`: B=64, S=T=28, 8,000 subwords)
 timed in two worker processes, one with glibc's `malloc` as the process starts with it and one
-after `keras_luong.allocator.reuse_large_blocks()` (its mmap and trim thresholds raised to
+after `keras_luong.training.allocator.reuse_large_blocks()` (its mmap and trim thresholds raised to
 1 GiB, as `python -m keras_luong.train` raises them on torch), started in turn, their order
 reversed every other round:
 
@@ -27,7 +27,7 @@ SETTINGS = ("as it is", "raised")
 
 def worker(args):
     """One process's median step time, in seconds, with the thresholds `args.worker` says."""
-    from keras_luong.allocator import reuse_large_blocks
+    from keras_luong.training.allocator import reuse_large_blocks
 
     if args.worker == "raised" and not reuse_large_blocks():
         raise SystemExit("this C library has no mallopt (not glibc): nothing to compare")

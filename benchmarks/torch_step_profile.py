@@ -10,7 +10,7 @@ It prints the median time of a step, each operation's share of the profiled step
 matrix products (`mm`, `bmm`, `addmm`) together: how much of a step is arithmetic that
 another engine of the same model (OpenNMT-py's) must also do, against the cost of running
 operation by operation. `--reuse-large-blocks` profiles with glibc's `malloc` reusing large
-blocks (`keras_luong.allocator`), as `python -m keras_luong.train` trains on torch.
+blocks (`keras_luong.training.allocator`), as `python -m keras_luong.train` trains on torch.
 """
 
 import argparse
@@ -32,7 +32,7 @@ def main():
     parser.add_argument(
         "--reuse-large-blocks",
         action="store_true",
-        help="profile with glibc's malloc reusing large blocks (keras_luong.allocator)",
+        help="profile with glibc's malloc reusing large blocks (keras_luong.training.allocator)",
     )
     args = parser.parse_args()
     import keras
@@ -42,7 +42,7 @@ def main():
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from keras_luong.allocator import reuse_large_blocks
+    from keras_luong.training.allocator import reuse_large_blocks
 
     if args.reuse_large_blocks and not reuse_large_blocks():
         parser.error("--reuse-large-blocks: this C library has no mallopt (not glibc)")

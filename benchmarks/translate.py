@@ -75,7 +75,7 @@ def smoothed_loss(label_smoothing):
     """Cross-entropy of logits against ids with label smoothing `ε`: `(1 - ε)·(-log p(y)) +
     ε·mean_v(-log p(v))` (Szegedy et al. 2016), the mean over the tokens that are not padding:
     keras-luong's `SequenceLoss`, which a saved model loads with."""
-    from keras_luong.losses import SequenceLoss
+    from keras_luong.training.losses import SequenceLoss
 
     return SequenceLoss(label_smoothing=label_smoothing)
 
@@ -184,12 +184,11 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     import keras
 
-    from keras_luong import BeamSearchSampler, LuongSeq2Seq
-    from keras_luong.batching import BucketedBatches
-    from keras_luong.callbacks import BleuCallback
+    from keras_luong import BeamSearchSampler, LuongSeq2Seq, SubwordVocabulary
+    from keras_luong.data.batching import BucketedBatches
     from keras_luong.datasets import multi30k
     from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
-    from keras_luong.vocabulary import SubwordVocabulary
+    from keras_luong.training.callbacks import BleuCallback
 
     keras.utils.set_random_seed(args.seed)
     started = time.perf_counter()

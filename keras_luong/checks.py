@@ -15,6 +15,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_luong.backend.loops import torch_compiling
+
 # A score (or log-probability) nothing can win with: it vanishes in a float32 softmax, and it is
 # finite, so sums, differences and divisions of it stay finite. Scores are masked in float32
 # only (a float16 compute dtype cannot hold it).
@@ -95,11 +97,12 @@ def check_floating(name, tensor):
         )
 
 
-def check_batch(query_batch, value_batch):
+def check_batch(query_batch, value_batch, query="query", value="value"):
+    """A `ValueError` where two known batch sizes differ, naming both arguments."""
     if query_batch is not None and value_batch is not None and query_batch != value_batch:
         raise ValueError(
-            "The query and the value must have the same batch size. "
-            f"Received: query batch size {query_batch}, value batch size {value_batch}"
+            f"The {query} and the {value} must have the same batch size. "
+            f"Received: {query} batch size {query_batch}, {value} batch size {value_batch}"
         )
 
 
@@ -148,7 +151,7 @@ def check_token_ids(name, ids, vocabulary_size, rank=None):
     `tf.data.Dataset`, a generator, a symbolic tensor, `None`) is returned unchecked."""
     if ids is None or not hasattr(ids, "shape") or not hasattr(ids, "dtype"):
         return ids
-    if isinstance(ids, keras.KerasTensor):
+    if isinstance(ids, keras.KerasTensor) or torch_compiling():
         return ids
     try:
         array = np.asarray(ops.convert_to_numpy(ids))

@@ -16,11 +16,11 @@ import sys
 import textwrap
 import time
 
-import keras_luong.seq2seq  # noqa: F401, E402 (its import registers the alignment names)
+import keras_luong.models.seq2seq  # noqa: F401, E402 (its import registers the alignment names)
 
 # Already imported with the package (`python -m keras_luong.demo` runs its __init__ first).
-from keras_luong.alignments import registered_alignments
-from keras_luong.global_attention import GlobalAttention
+from keras_luong.attention.alignments import registered_alignments
+from keras_luong.attention.global_attention import GlobalAttention
 
 
 def parse_args(argv=None):

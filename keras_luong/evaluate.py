@@ -36,7 +36,7 @@ def main(argv=None):
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides first")
     args = parser.parse_args(argv)
 
-    from keras_luong.datasets.parallel_text import read_lines
+    from keras_luong.data.parallel_text import read_lines
     from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
 
     try:

@@ -3,7 +3,7 @@
     python -m keras_luong.prepare --source train.en.gz --target train.de.gz --out wmt14 \\
         --vocabulary-size 32000 --max-words 50
 
-writes the folder `keras_luong.datasets.prepared.PreparedCorpus` opens (see
+writes the folder `keras_luong.data.prepared.PreparedCorpus` opens (see
 `prepare_corpus` for what each option does).
 """
 
@@ -17,7 +17,7 @@ def main(argv=None):
         prog="python -m keras_luong.prepare",
         description="Prepare a parallel corpus once on disk: train a subword vocabulary on a "
         "sample, encode both sides a chunk at a time, and write flat id files that "
-        "keras_luong.batching.BucketedBatches reads a batch at a time.",
+        "keras_luong.data.batching.BucketedBatches reads a batch at a time.",
     )
     parser.add_argument("--source", required=True, help="source text, a sentence a line (.gz ok)")
     parser.add_argument("--target", required=True, help="target text, aligned with --source")
@@ -43,7 +43,7 @@ def main(argv=None):
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
 
-    from keras_luong.datasets.prepared import prepare_corpus
+    from keras_luong.data.prepared import prepare_corpus
 
     try:
         prepare_corpus(

@@ -12,7 +12,7 @@ halves the rate when the validation loss stops falling, stops when `val_bleu` ha
 for `--patience` epochs, and keeps the best epoch's weights. The `.keras` file written holds
 the corpus's vocabulary: `python -m keras_luong.translate --model` takes it as it is.
 
-On torch it first has glibc's `malloc` reuse large blocks (`keras_luong.allocator`): the
+On torch it first has glibc's `malloc` reuse large blocks (`keras_luong.training.allocator`): the
 tensors of the logits and of their gradient then come from its heap, where by default each is
 mapped afresh at every step, which costs a training step on a CPU about a fifth of its time.
 """
@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 
-from keras_luong.allocator import reuse_large_blocks
+from keras_luong.training.allocator import reuse_large_blocks
 
 
 def main(argv=None):
@@ -134,8 +134,8 @@ def bucket_width_argument(text):
 
 
 def tune_allocator(backend):
-    """On torch, has glibc's malloc reuse large blocks (`keras_luong.allocator`): the tensors
-    of the logits and of their gradient then come from the heap step after step, rather than
+    """On torch, has glibc's malloc reuse large blocks (`keras_luong.training.allocator`): the
+    tensors of the logits and of their gradient then come from the heap step after step, rather than
     from pages mapped afresh for each. Returns whether it did."""
     return backend == "torch" and reuse_large_blocks()
 
@@ -144,12 +144,12 @@ def train(args):
     """The recipe, from the parsed `args`."""
     import keras
 
-    from keras_luong.batching import BucketedBatches
-    from keras_luong.callbacks import AttentionCallback, BleuCallback, SigmaSchedule
-    from keras_luong.datasets.parallel_text import load_parallel_text
-    from keras_luong.datasets.prepared import PreparedCorpus
-    from keras_luong.losses import SequenceLoss
-    from keras_luong.seq2seq import LuongSeq2Seq
+    from keras_luong.data.batching import BucketedBatches
+    from keras_luong.data.parallel_text import load_parallel_text
+    from keras_luong.data.prepared import PreparedCorpus
+    from keras_luong.models.seq2seq import LuongSeq2Seq
+    from keras_luong.training.callbacks import AttentionCallback, BleuCallback, SigmaSchedule
+    from keras_luong.training.losses import SequenceLoss
 
     tune_allocator(keras.backend.backend())
     corpus = PreparedCorpus(args.corpus)

@@ -51,7 +51,7 @@ def main(argv=None):
     import keras
 
     import keras_luong
-    from keras_luong.datasets.parallel_text import read_lines
+    from keras_luong.data.parallel_text import read_lines
 
     for name in keras_luong.__all__:  # registers every class, for load_model
         getattr(keras_luong, name)

@@ -9,7 +9,7 @@ from keras import ops
 
 import keras_luong
 from keras_luong import BeamSearchSampler, LuongDecoder, LuongSeq2Seq, register_alignment
-from keras_luong.alignments import make_attention, registered_alignments
+from keras_luong.attention.alignments import make_attention, registered_alignments
 from tests.decoder_test import decode_step_by_step
 from tests.test_case import fit_lowers_loss, save_and_load
 

@@ -1,5 +1,5 @@
 """glibc's malloc made to reuse large blocks, for training on torch on a CPU
-(keras_luong/allocator.py)."""
+(keras_luong/training/allocator.py)."""
 
 import ctypes
 import os
@@ -10,7 +10,10 @@ import textwrap
 
 import pytest
 
-from keras_luong import allocator
+from keras_luong.training import allocator
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("the allocator setting (no backend)")
 
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 

@@ -15,7 +15,7 @@ from keras_luong import (
     LuongDecoder,
     LuongSeq2Seq,
 )
-from keras_luong.bahdanau_decoder import output_state_index
+from keras_luong.decoders.bahdanau_decoder import output_state_index
 from tests.bahdanau_attention_test import bahdanau_scores, randomize
 from tests.decoder_test import decode_step_by_step
 from tests.reference import masked_softmax

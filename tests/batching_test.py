@@ -1,5 +1,5 @@
-"""Length-bucketed batches (keras_luong.batching): every pair kept once, less padding, filler rows
-that weigh nothing in `fit`, and bad arguments refused."""
+"""Length-bucketed batches (keras_luong.data.batching): every pair kept once, less padding, filler
+rows that weigh nothing in `fit`, and bad arguments refused."""
 
 import collections
 import types
@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong.batching import BucketedBatches
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.batching import BucketedBatches
+from keras_luong.data.vocabulary import Vocabulary
 from tests.corpora import tiny_model
 from tests.test_case import ListBatches
 
@@ -152,7 +152,7 @@ def test_auto_bucket_width_buckets_where_steps_are_compiled():
 def test_auto_bucket_width_buckets_on_tensorflow_with_an_accelerator(monkeypatch):
     """Where TensorFlow sees a GPU (or TPU), Keras compiles its train step with XLA by
     default, and `"auto"` takes buckets of 8; with CPUs alone, none."""
-    from keras_luong import batching
+    from keras_luong.data import batching
 
     if keras.backend.backend() != "tensorflow":
         pytest.skip("TensorFlow's resolution; JAX and torch are covered above")
@@ -167,7 +167,7 @@ def test_auto_bucket_width_follows_keras_under_tf_distribute(monkeypatch):
     """Within a `tf.distribute` strategy's scope Keras leaves XLA off, GPU or not, and
     `"auto"` takes no buckets; outside it, with a GPU, Keras compiles with XLA and `"auto"`
     takes 8. Read from the `jit_compile` Keras itself resolves for a model compiled there."""
-    from keras_luong import batching
+    from keras_luong.data import batching
 
     if keras.backend.backend() != "tensorflow":
         pytest.skip("tf.distribute is TensorFlow's")
@@ -337,7 +337,7 @@ def test_batch_multiple_follows_the_active_distribution(monkeypatch):
     a `keras.distribution` mesh's batch axis."""
     import types
 
-    from keras_luong import batching
+    from keras_luong.data import batching
 
     mesh = types.SimpleNamespace(shape=(4, 2), axis_names=["batch", "model"])
     active = types.SimpleNamespace(device_mesh=mesh, batch_dim_name="batch")

@@ -11,6 +11,10 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
 import opennmt_side_by_side as side  # noqa: E402
 
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("the benchmarks' argument handling (no backend)")
+
 
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(side.rounds(["torch", "jax", "opennmt"], 3))
@@ -122,7 +126,8 @@ def test_speed_ratios_pair_each_run_with_its_own_rounds_opennmt():
 
 def test_reuse_large_blocks_reaches_every_engine_and_the_heading(monkeypatch):
     """`--reuse-large-blocks` puts glibc's two thresholds (1 GiB, as
-    `keras_luong.allocator.reuse_large_blocks()` sets them) in the environment every engine's
+    `keras_luong.training.allocator.reuse_large_blocks()` sets
+    them) in the environment every engine's
     process starts from, and the table's heading says how malloc ran."""
     for name in list(os.environ):
         if name.startswith("MALLOC_"):

@@ -1,4 +1,5 @@
-"""The callbacks (keras_luong.callbacks): BLEU and attention logged each epoch, sigma narrowed."""
+"""The callbacks (keras_luong.training.callbacks): BLEU and attention logged each epoch,
+sigma narrowed."""
 
 import os
 
@@ -7,10 +8,10 @@ import numpy as np
 import pytest
 
 from keras_luong import LocalAttention, LuongSeq2Seq
-from keras_luong.callbacks import BleuCallback, SigmaSchedule
+from keras_luong.data.vocabulary import Vocabulary
 from keras_luong.evaluation import corpus_bleu
-from keras_luong.losses import SequenceLoss
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.training.callbacks import BleuCallback, SigmaSchedule
+from keras_luong.training.losses import SequenceLoss
 from tests.corpora import ENGLISH, GERMAN, tiny_model
 
 
@@ -51,7 +52,7 @@ def test_alignment_statistics_of_known_alignments():
     that spreads evenly, and a reversed walk; padding never counts."""
     import numpy as np
 
-    from keras_luong.callbacks import alignment_statistics
+    from keras_luong.training.callbacks import alignment_statistics
 
     source_mask = np.array([[True] * 4, [True, True, True, False]])
     target_mask = np.array([[True, True, True, False], [True, True, True, False]])
@@ -97,7 +98,7 @@ def test_alignment_span_sees_a_walk_over_part_of_the_source():
     renormalising) move by their centroid, and a step with no weight at all is left out."""
     import numpy as np
 
-    from keras_luong.callbacks import alignment_statistics
+    from keras_luong.training.callbacks import alignment_statistics
 
     source_mask = np.ones((1, 9), bool)
     target_mask = np.ones((1, 5), bool)
@@ -126,7 +127,7 @@ def test_alignment_span_is_not_moved_by_a_few_tokens_that_attend_elsewhere():
     other counts as a walk over the whole source, and no more."""
     import numpy as np
 
-    from keras_luong.callbacks import alignment_statistics
+    from keras_luong.training.callbacks import alignment_statistics
 
     source_mask = np.ones((1, 9), bool)
     target_mask = np.ones((1, 5), bool)
@@ -149,7 +150,7 @@ def test_attention_callback_logs_the_models_alignment_statistics():
     import numpy as np
 
     from keras_luong import AttentionCallback
-    from keras_luong.callbacks import alignment_statistics
+    from keras_luong.training.callbacks import alignment_statistics
 
     words = Vocabulary.from_corpus(ENGLISH + GERMAN, split="whitespace")
     keras.utils.set_random_seed(1)

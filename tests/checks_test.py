@@ -12,7 +12,7 @@ from keras_luong import (
     LuongSeq2Seq,
     MonotonicAttention,
 )
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.vocabulary import Vocabulary
 
 
 def test_unknown_config_keys_are_refused():
@@ -62,9 +62,9 @@ def test_numbers_must_be_finite(make, name, value):
 
 
 def test_texts_are_lists_of_strings_everywhere():
-    from keras_luong.callbacks import BleuCallback
+    from keras_luong import SubwordVocabulary
     from keras_luong.evaluation import corpus_bleu
-    from keras_luong.vocabulary import SubwordVocabulary
+    from keras_luong.training.callbacks import BleuCallback
 
     vocabulary = Vocabulary(list("abc"))
     for call in (

@@ -24,7 +24,7 @@ from keras_luong import (
 from keras_luong import evaluate as evaluate_cli
 from keras_luong import train as train_cli
 from keras_luong import translate as translate_cli
-from keras_luong.datasets.prepared import PreparedCorpus, prepare_corpus
+from keras_luong.data.prepared import PreparedCorpus, prepare_corpus
 from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
 from tests.corpora import ENGLISH, GERMAN, write
 from tests.test_case import command_line

@@ -5,6 +5,9 @@ import pytest
 from babel.dates import format_date
 
 from keras_luong.datasets import dates
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("the dates data set (no backend)")
 
 DAY = datetime.date(2023, 3, 7)
 

@@ -392,6 +392,19 @@ def test_decoder_refuses_inputs_of_one_step():
         decoder(random((B, D), 1), random((B, S, D), 2))
 
 
+@pytest.mark.parametrize("input_feeding", [True, False])
+@pytest.mark.parametrize("alignment", ["global", "local-m"])
+def test_decoder_refuses_inputs_and_value_of_different_batches(alignment, input_feeding):
+    """The same `ValueError` on every backend and path (torch's eager fast paths included,
+    which never call the attention layer): inputs of batch 3 beside a value of batch 2."""
+    decoder = LuongDecoder(
+        keras.layers.LSTMCell(H), ATTENTIONS[alignment](), input_feeding=input_feeding
+    )
+    message = "inputs batch size 3, value batch size 2"
+    with pytest.raises(ValueError, match=message):
+        decoder(random((3, T, E), 1), random((2, S, H), 2))
+
+
 def test_step_refuses_missing_states_and_unprepared_memory():
     decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
     value = random((B, S, D), 2)
@@ -404,16 +417,6 @@ def test_step_refuses_missing_states_and_unprepared_memory():
         decoder.step(random((B, D), 3), [h, c, attentional], value)
     with pytest.raises(ValueError, match=r"Invalid inputs: expected a tensor of rank 2"):
         decoder.step(random((B, T, D), 3), [h, c, attentional], memory)
-
-
-def test_old_memory_mask_argument_warns_and_is_the_value_mask():
-    decoder = LuongDecoder(keras.layers.LSTMCell(D), GlobalAttention(attentional_units=D))
-    inputs, value, mask = random((B, T, D), 1), random((B, S, D), 2), length_mask(LENGTHS, S)
-    expected = decoder(inputs, value, value_mask=mask)
-    with pytest.warns(DeprecationWarning, match="value_mask"):
-        assert_allclose(decoder(inputs, value, memory_mask=mask), expected)
-    with pytest.raises(ValueError, match="both value_mask and memory_mask"):
-        decoder(inputs, value, value_mask=mask, memory_mask=mask)
 
 
 @PROPERTY

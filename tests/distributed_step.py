@@ -77,7 +77,7 @@ def report(alignment, replicas, single, distributed, same_ids):
 def bucketed_epoch(model, batch_multiple=None):
     """One epoch of `fit` on `BucketedBatches` of 13 pairs whose token budget gives batches
     of 5 and 3 rows: rounded up to multiples of the device count with filler rows."""
-    from keras_luong.batching import BucketedBatches
+    from keras_luong.data.batching import BucketedBatches
 
     rng = np.random.default_rng(1)
     sources = [rng.integers(3, 9, n).tolist() for n in rng.integers(1, 7, 13)]
@@ -153,7 +153,7 @@ def run_tensorflow():
     # Bucketed batches of 5 and 3 rows, made under the strategy: filled up to multiples of 2
     # with rows the loss ignores ("same_ids" there: every batch's row count is one), so the
     # replicas' halves hold different numbers of target tokens.
-    from keras_luong.losses import SequenceLoss
+    from keras_luong.training.losses import SequenceLoss
 
     for name, loss in (("bucketed", None), ("bucketed-sequence-loss", SequenceLoss())):
         single, _ = bucketed_epoch(make("global", loss), batch_multiple=2)

@@ -21,7 +21,10 @@ import keras
 import pytest
 
 import keras_luong
-from keras_luong import base_attention, batching, callbacks, losses, samplers, vocabulary
+from keras_luong import samplers
+from keras_luong.attention import base as base_attention
+from keras_luong.data import batching, vocabulary
+from keras_luong.training import callbacks, losses
 from tests.corpora import ENGLISH, GERMAN
 from tests.test_case import BACKEND
 
@@ -276,7 +279,7 @@ PUBLIC = [
     keras_luong.BeamSearchSampler,
     samplers.Sampler,
     vocabulary.Vocabulary,
-    vocabulary.SubwordVocabulary,
+    keras_luong.SubwordVocabulary,
     batching.BucketedBatches,
     callbacks.BleuCallback,
     losses.SequenceLoss,

@@ -5,7 +5,14 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, BleuCallback, Ensemble, LuongSeq2Seq, Vocabulary
+from keras_luong import (
+    BeamSearchSampler,
+    BleuCallback,
+    Ensemble,
+    LuongSeq2Seq,
+    Vocabulary,
+    samplers,
+)
 from keras_luong.evaluation import corpus_bleu
 from tests.seq2seq_test import check_export
 from tests.test_case import save_and_load, to_numpy
@@ -165,4 +172,4 @@ def test_an_ensemble_saves_loads_and_exports_its_decoding(tmp_path):
     np.testing.assert_allclose(
         to_numpy(restored((SOURCE, TARGET_IN))), to_numpy(ensemble((SOURCE, TARGET_IN))), atol=1e-6
     )
-    check_export(ensemble, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
+    check_export(ensemble, SOURCE, tmp_path, {"sampler": samplers.serialize(BeamSearchSampler(3))})

@@ -12,6 +12,9 @@ from keras_luong.evaluation import (
     word_error_rate,
 )
 from tests.corpora import ENGLISH, GERMAN
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("BLEU, chrF and error rates (no backend)")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from keras import ops
 
 from keras_luong import BahdanauAttention, BeamSearchSampler, LuongDecoder, SequenceLoss
-from keras_luong.generation import GenerationMixin
+from keras_luong.generation.mixin import GenerationMixin
 from tests.test_case import BACKEND, save_and_load
 
 V, UNITS = 12, 16

@@ -1,5 +1,5 @@
-"""Generation (`keras_luong.generation`): the cache of compiled generators, the sampler look-up
-by name or config, empty batches, failed calls, and the deprecated call forms."""
+"""Generation (`keras_luong.generation.mixin`): the cache of compiled generators, the sampler
+look-up by name or config, empty batches and failed calls."""
 
 import json
 import math
@@ -16,7 +16,7 @@ from keras_luong import (
     samplers,
 )
 from keras_luong.checks import MASKED_SCORE
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.vocabulary import Vocabulary
 from tests.test_case import BACKEND, to_numpy
 
 V, L = 9, 5
@@ -137,35 +137,18 @@ def test_keras_hub_samplers_by_name(model):
     )
 
 
-def test_old_beam_arguments_still_work_with_a_warning(model):
-    expected = model.generate(SOURCE, L, sampler=BeamSearchSampler(3, length_penalty=0.6))
-    with pytest.warns(DeprecationWarning, match="BeamSearchSampler"):
-        old = model.generate(SOURCE, L, sampler="beam", num_beams=3, length_penalty=0.6)
-    np.testing.assert_array_equal(old, expected)
-    # Their old default width was 4.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        assert model.generator(L, "beam", length_penalty=0.0).sampler.num_beams == 4
-        ids, scores = model.generate(SOURCE, L, return_all_beams=True)  # greedy, all "beams"
-    assert ids.shape == (5, 1, L) and scores.shape == (5, 1)
-    np.testing.assert_array_equal(ids[:, 0], model.generate(SOURCE, L))
-
-
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"sampler": BeamSearchSampler(2), "num_beams": 3}, "num_beams=3 belong to the sampler"),
-        ({"sampler": "greedy", "num_beams": 3}, "no beams"),
-        ({"beam_width": 3}, "unexpected keyword arguments: beam_width"),
+        ({"sampler": "beam", "num_beams": 3}, "unexpected keyword argument 'num_beams'"),
+        ({"beam_width": 3}, "unexpected keyword argument 'beam_width'"),
         ({"batch_size": 0}, "batch_size=0"),
         ({"stop_token_ids": (2, -1)}, "stop_token_ids=-1"),
     ],
 )
 def test_nothing_is_silently_ignored(model, kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            model.generate(SOURCE, L, **kwargs)
+        model.generate(SOURCE, L, **kwargs)
     with pytest.raises(TypeError, match="positional"):
         model.generate(SOURCE, L, "beam")
 
@@ -188,7 +171,7 @@ SRC = np.array([[4, 5, 6, 0], [5, 0, 0, 0]])
         (lambda m: m.generate(SRC, -1), "max_length=-1"),
         (lambda m: m.generate(SRC, 2.5), "max_length=2.5"),
         (lambda m: m.generate(SRC, 2**40), r"from 1 to 65536. Received: max_length=1099511627776"),
-        (lambda m: m.generate(SRC, 3, sampler="beam", num_beams=0), "num_beams=0"),
+        (lambda m: m.generate(SRC, 3, sampler=BeamSearchSampler(0)), "num_beams=0"),
         (lambda m: m.generate(SRC, 3, sampler="nucleus"), "sampler"),
         (lambda m: m.generate(SRC, 3, batch_size=0), "batch_size=0"),
         (lambda m: m.translate(["ab"], None, None, 3), "vocabular"),
@@ -241,7 +224,7 @@ def test_translate_in_length_sorted_batches_gives_each_texts_own_output_in_order
 
 
 def test_length_sorted_batches_cover_every_text_once_in_few_shapes():
-    from keras_luong.batching import length_sorted_batches
+    from keras_luong.data.batching import length_sorted_batches
 
     lengths = np.random.default_rng(0).integers(0, 40, 100)
     batches = length_sorted_batches(lengths, 16)
@@ -387,7 +370,7 @@ def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
     ending at its own bound (1.5 × its tokens + 10) even when the model never ends a sentence;
     a second call on the same texts traces nothing (JAX and TensorFlow compile per trace;
     torch runs eagerly, so there it runs the same kept generator again)."""
-    from keras_luong.generator import Seq2SeqGenerator
+    from keras_luong.generation.generator import Seq2SeqGenerator
 
     model = make_model()
     # The end token never wins: every row runs until its bound stops it.

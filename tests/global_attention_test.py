@@ -2,11 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import (
-    GlobalAttention,
-    LocalAttention,
-    scores,
-)
+from keras_luong import GlobalAttention, LocalAttention
+from keras_luong.attention import scores
 from tests.reference import attentional_state, luong_scores, masked_softmax
 from tests.test_case import (
     TestCase,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_luong import BucketedBatches, Ensemble, LuongSeq2Seq
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.vocabulary import Vocabulary
 from tests.test_case import ListBatches, assert_allclose, fit_lowers_loss
 
 LONGEST = 6

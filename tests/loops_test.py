@@ -1,4 +1,4 @@
-"""keras_luong.loops.step_call: a loop step calls a layer's `call` directly only when Keras'
+"""keras_luong.backend.loops.step_call: a loop step calls a layer's `call` directly only when Keras'
 `__call__` has nothing to do for it, with the same result either way; and the helpers of the
 loops traced for `torch.export` (`unrolled`)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong.loops import (
+from keras_luong.backend.loops import (
     full_steps,
     masked_scan,
     same_class,
@@ -19,7 +19,7 @@ from keras_luong.loops import (
     unless_full,
     unrolled,
 )
-from keras_luong.masked_lstm import lstm_sequence
+from keras_luong.backend.masked_lstm import lstm_sequence
 from tests.test_case import BACKEND, assert_allclose, autograd_nodes, random
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_luong import LuongSeq2Seq
-from keras_luong.losses import SequenceLoss, sequence_loss
+from keras_luong.training.losses import SequenceLoss, sequence_loss
 from tests.test_case import assert_allclose, gradients, random, to_numpy
 
 B, T, V = 3, 5, 7

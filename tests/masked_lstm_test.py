@@ -1,4 +1,4 @@
-"""keras_luong.masked_lstm: the encoder's masked LSTM as a loop of tensor arithmetic equals
+"""keras_luong.backend.masked_lstm: the encoder's masked LSTM as a loop of tensor arithmetic equals
 Keras' masked `LSTM` and `Bidirectional(LSTM)` (outputs, states and gradients) for right,
 left and inner padding and a row with no valid step, on every backend."""
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import masked_lstm
-from keras_luong.loops import unrolled
-from keras_luong.masked_lstm import _lstm_layers, cell_loop, lstm_sequence, run_encoder
+from keras_luong.backend import masked_lstm
+from keras_luong.backend.loops import unrolled
+from keras_luong.backend.masked_lstm import _lstm_layers, cell_loop, lstm_sequence, run_encoder
 from tests.test_case import BACKEND, assert_allclose, autograd_nodes, gradients, random
 
 MASK = np.array(

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import LuongSeq2Seq, RecurrentEncoder
-from keras_luong.model_parts import reverse_tokens
-from keras_luong.paper import HalvingSchedule
+from keras_luong import BeamSearchSampler, LuongSeq2Seq, RecurrentEncoder, samplers
+from keras_luong.models.parts import reverse_tokens
+from keras_luong.models.presets import HalvingSchedule
 from tests.seq2seq_test import check_export
 from tests.test_case import assert_allclose, export_variant, save_and_load, to_numpy
 
@@ -375,4 +375,4 @@ def test_a_model_from_parts_exports_its_beam_search(tmp_path):
     """A reversed source through two GRU layers, a GRU decoder: the SavedModel, run by
     TensorFlow alone, decodes as the model does."""
     model = small(encoder_cell="gru", decoder_cell="gru", encoder_layers=2, reverse_source=True)
-    check_export(model, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
+    check_export(model, SOURCE, tmp_path, {"sampler": samplers.serialize(BeamSearchSampler(3))})

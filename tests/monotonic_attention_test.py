@@ -15,7 +15,7 @@ from keras_luong import (
     LuongSeq2Seq,
     MonotonicAttention,
 )
-from keras_luong.monotonic_attention import monotonic_alignment
+from keras_luong.attention.monotonic_attention import monotonic_alignment
 from tests.test_case import TestCase, fit_lowers_loss, gradients, save_and_load
 
 B, S, T, D = 3, 7, 5, 8
@@ -278,9 +278,6 @@ def test_decoder_step_by_step_equals_teacher_forcing(input_feeding):
     np.testing.assert_allclose(ops.convert_to_numpy(states[-1]), weights[:, -1], atol=1e-6)
     with pytest.raises(ValueError, match="pass the memory"):
         decoder.get_initial_state(B)
-    with pytest.warns(DeprecationWarning, match="source_length"):
-        legacy = decoder.get_initial_state(B, source_length=S)
-    np.testing.assert_array_equal(ops.convert_to_numpy(legacy[-1]), np.eye(S)[[0] * B])
 
 
 def test_seq2seq_hard_monotonic_trains_and_decodes_monotonically(tmp_path):

@@ -8,6 +8,9 @@ import pytest
 
 from keras_luong.datasets import multi30k
 from tests.corpora import ENGLISH, GERMAN, sha256, write
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("the Multi30k loader (no backend)")
 
 
 def _fake_multi30k(tmp_path, monkeypatch, compress=True):

@@ -1,18 +1,21 @@
-"""Parallel text files (keras_luong.datasets.parallel_text): aligned lines read from plain or gzip
+"""Parallel text files (keras_luong.data.parallel_text): aligned lines read from plain or gzip
 files, and files that are missing, unequal, not gzip or not UTF-8 named in the error."""
 
 import gzip
 
 import pytest
 
-from keras_luong.datasets import multi30k
+from keras_luong.data.parallel_text import load_parallel_text
 from tests.corpora import ENGLISH, GERMAN, write
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("reading parallel text files (no backend)")
 
 
 def test_parallel_text_files_name_what_is_wrong(tmp_path):
     import pathlib
 
-    from keras_luong.datasets.parallel_text import load_parallel_text
+    from keras_luong.data.parallel_text import load_parallel_text
 
     source, target = tmp_path / "a.en", tmp_path / "a.de"
     source.write_text("one\ntwo\n", encoding="utf-8")
@@ -42,7 +45,7 @@ def test_parallel_text_files_name_what_is_wrong(tmp_path):
 def test_load_parallel_text_reads_aligned_lines(tmp_path, compress):
     source = write(tmp_path / "corpus.en", ENGLISH, compress)
     target = write(tmp_path / "corpus.de", [g + "\r" for g in GERMAN], compress)
-    english, german = multi30k.load_parallel_text(source, target)
+    english, german = load_parallel_text(source, target)
     assert english == ENGLISH and german == GERMAN  # the \r of Windows line ends dropped
 
 
@@ -50,6 +53,6 @@ def test_load_parallel_text_refuses_unequal_or_missing_files(tmp_path):
     source = write(tmp_path / "a.en", ENGLISH)
     target = write(tmp_path / "a.de", GERMAN[:-1])
     with pytest.raises(ValueError, match=r"6 lines in .*a\.en, 5 in .*a\.de"):
-        multi30k.load_parallel_text(source, target)
+        load_parallel_text(source, target)
     with pytest.raises(ValueError, match=r"target_file=.*missing\.de"):
-        multi30k.load_parallel_text(source, str(tmp_path / "missing.de"))
+        load_parallel_text(source, str(tmp_path / "missing.de"))

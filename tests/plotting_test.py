@@ -3,6 +3,9 @@ import numpy as np
 import pytest
 
 from keras_luong.plotting import plot_attention
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("the attention plots (matplotlib, no backend)")
 
 
 def test_heatmap_draws_the_weights_with_a_colorbar_and_leaves_the_backend(tmp_path):

@@ -1,4 +1,4 @@
-"""A corpus prepared on disk (keras_luong.datasets.prepared, python -m keras_luong.prepare):
+"""A corpus prepared on disk (keras_luong.data.prepared, python -m keras_luong.prepare):
 every pair's ids read back exactly, incomplete or foreign folders refused, and the same batches
 from disk as from lists."""
 
@@ -11,11 +11,14 @@ import sys
 import numpy as np
 import pytest
 
-from keras_luong.batching import BucketedBatches
-from keras_luong.datasets.prepared import PreparedCorpus, prepare_corpus
+from keras_luong import SubwordVocabulary, Vocabulary
+from keras_luong.data.batching import BucketedBatches
+from keras_luong.data.prepared import PreparedCorpus, prepare_corpus
 from keras_luong.prepare import main
-from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
 from tests.corpora import ENGLISH, GERMAN, write
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("corpora prepared on disk (numpy, no backend)")
 
 # Empty lines, non-ASCII text, a line longer than SentencePiece's 4192 bytes and more pairs
 # than one chunk of 4.

@@ -137,7 +137,7 @@ def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     is prime (the last block is padded); one row has a single finite maximum in a sea of the
     masked score. The same within `loops.unrolled` (traced for torch.export), whose gathers
     are taken from flat rows."""
-    from keras_luong.loops import unrolled as unrolled_loops
+    from keras_luong.backend.loops import unrolled as unrolled_loops
     from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
 
     rng = np.random.default_rng(size + k)
@@ -174,10 +174,10 @@ def test_samplers_say_what_they_need_and_generation_refuses_what_it_cannot_give(
     provide is refused when the generator is made, before anything is traced."""
     from keras_luong import LuongSeq2Seq
 
-    assert GreedySampler().needs == () and not GreedySampler().needs_attention
+    assert GreedySampler().needs == ()
     assert BeamSearchSampler(2).needs == ()
     covering = BeamSearchSampler(2, coverage_penalty=0.2)
-    assert covering.needs == ("attention",) and covering.needs_attention
+    assert covering.needs == ("attention",)
 
     class NeedsAnAlignmentMap(GreedySampler):
         needs = ("alignment_map",)

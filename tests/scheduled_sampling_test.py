@@ -1,4 +1,4 @@
-"""Scheduled sampling (keras_luong.scheduled_sampling): probability 0 is teacher forcing, 1
+"""Scheduled sampling (keras_luong.models.scheduled_sampling): probability 0 is teacher forcing, 1
 with the argmax is greedy decoding, the decays are Bengio et al.'s, and the callback's value
 is the one the compiled train step reads."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_luong import LuongSeq2Seq
-from keras_luong.scheduled_sampling import ScheduledSampling, scheduled_logits
+from keras_luong.models.scheduled_sampling import ScheduledSampling, scheduled_logits
 from tests.test_case import assert_allclose, save_and_load, to_numpy
 
 SOURCE = np.array([[4, 5, 6, 7, 0], [5, 8, 0, 0, 0], [9, 4, 4, 0, 0]], "int32")

@@ -12,9 +12,9 @@ from keras_luong import (
     LuongSeq2Seq,
     samplers,
 )
+from keras_luong.data.vocabulary import Vocabulary
 from keras_luong.datasets import dates
-from keras_luong.generator import Seq2SeqGenerator
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.generation.generator import Seq2SeqGenerator
 from tests.test_case import (
     BACKEND,
     TestCase,
@@ -126,7 +126,7 @@ def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
     model = make_model()
     greedy = model.generate(SOURCE, max_length=dates.TARGET_LENGTH)
     np.testing.assert_array_equal(
-        model.generate(SOURCE, max_length=dates.TARGET_LENGTH, sampler="beam", num_beams=1),
+        model.generate(SOURCE, max_length=dates.TARGET_LENGTH, sampler=BeamSearchSampler(1)),
         greedy,
     )
     # Two steps with as many beams as allowed tokens: every first token stays in the beam,
@@ -134,7 +134,7 @@ def test_beam_search_of_one_is_greedy_and_of_full_width_is_exact():
     # pair of tokens, or the end token alone.
     vocabulary = model.target_vocabulary_size
     allowed = [i for i in range(vocabulary) if i not in (0, model.start_token)]
-    beam = model.generate(SOURCE, max_length=2, sampler="beam", num_beams=len(allowed))
+    beam = model.generate(SOURCE, max_length=2, sampler=BeamSearchSampler(len(allowed)))
     hypotheses = [(a, b) for a in allowed if a != model.end_token for b in allowed]
     hypotheses = np.array(hypotheses + [(model.end_token, 0)], "int32")
     source = np.repeat(SOURCE, len(hypotheses), axis=0)
@@ -152,16 +152,13 @@ def test_n_best_hypotheses_with_their_scores_and_alignments(length_penalty):
     (ids, scores), weights = model.generate(
         SOURCE[:4],
         max_length=6,
-        sampler="beam",
-        num_beams=3,
-        length_penalty=length_penalty,
-        return_all_beams=True,
+        sampler=BeamSearchSampler(3, length_penalty=length_penalty, return_all_beams=True),
         return_attention_scores=True,
     )
     assert ids.shape == (4, 3, 6) and scores.shape == (4, 3)
     assert np.all(np.diff(scores, axis=1) <= 0)  # best first
     best = model.generate(
-        SOURCE[:4], max_length=6, sampler="beam", num_beams=3, length_penalty=length_penalty
+        SOURCE[:4], max_length=6, sampler=BeamSearchSampler(3, length_penalty=length_penalty)
     )
     np.testing.assert_array_equal(ids[:, 0], best)
     # Each score is the hypothesis' teacher-forced log-probability up to its end token,
@@ -193,14 +190,14 @@ def test_generate_reuses_its_compiled_function(monkeypatch):
     )
     model = make_model()
     layers, weights = len(model.layers), len(model.weights)
-    first = model.generate(SOURCE, max_length=5, sampler="beam", num_beams=2)
+    first = model.generate(SOURCE, max_length=5, sampler=BeamSearchSampler(2))
     count = len(traces)
-    second = model.generate(SOURCE, max_length=5, sampler="beam", num_beams=2)
+    second = model.generate(SOURCE, max_length=5, sampler=BeamSearchSampler(2))
     np.testing.assert_array_equal(first, second)
     assert len(traces) == (count + 1 if BACKEND == "torch" else count)
-    assert model.generator(5, "beam", num_beams=2) is model.generator(5, "beam", num_beams=2)
+    assert model.generator(5, BeamSearchSampler(2)) is model.generator(5, BeamSearchSampler(2))
     # Other settings get their own generator; none of them is part of the model.
-    assert model.generator(5, "beam", num_beams=3) is not model.generator(5, "beam", num_beams=2)
+    assert model.generator(5, BeamSearchSampler(3)) is not model.generator(5, BeamSearchSampler(2))
     assert (len(model.layers), len(model.weights)) == (layers, weights)
 
 
@@ -264,7 +261,8 @@ def test_invalid_arguments(kwargs, message):
         {"sampler": "greedy"},
         # From JAX and torch, beam search in a SavedModel is checked by the ensemble's export.
         pytest.param(
-            {"sampler": "beam", "num_beams": 3, "length_penalty": 0.6}, marks=export_variant
+            {"sampler": samplers.serialize(BeamSearchSampler(3, length_penalty=0.6))},
+            marks=export_variant,
         ),
     ],
     ids=["greedy", "beam"],
@@ -277,7 +275,7 @@ def test_exported_saved_model_translates_like_keras(tmp_path, decoding):
 @export_variant
 def test_exported_bahdanau_decoder_translates_like_keras(tmp_path):
     model = make_model(attention_timing="bahdanau", alignment="predictive", window=3)
-    check_export(model, SOURCE, tmp_path, {"sampler": "beam", "num_beams": 3})
+    check_export(model, SOURCE, tmp_path, {"sampler": samplers.serialize(BeamSearchSampler(3))})
 
 
 @export_variant
@@ -291,7 +289,7 @@ def test_exported_beam_search_over_a_large_vocabulary(tmp_path):
     model((source, source))
     # Spread-out logits: no near-ties for the two runtimes' rounding to break differently.
     model.projection.kernel.assign(rng.normal(0, 1, (16, 301)).astype("float32"))
-    decoding = {"sampler": "beam", "num_beams": 3, "length_penalty": 0.6}
+    decoding = {"sampler": samplers.serialize(BeamSearchSampler(3, length_penalty=0.6))}
     check_export(model, source, tmp_path, decoding)
 
 
@@ -398,12 +396,12 @@ class TestMixedPrecision(TestCase):
         ({"max_length": 0}, "max_length=0"),
         ({"max_length": 2.5}, "max_length=2.5"),
         ({"max_length": 3, "sampler": "nucleus"}, "sampler='nucleus'"),
-        ({"max_length": 3, "sampler": "beam", "num_beams": 0}, "num_beams=0"),
+        ({"max_length": 3, "sampler": "beam", "num_beams": 2}, "argument 'num_beams'"),
     ],
 )
 def test_invalid_decoding_arguments(kwargs, message):
     model = make_model()
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         model.generate(SOURCE[:2], **kwargs)
     # numpy integers are integers
     assert model.generator(np.int64(3)) is model.generator(3)
@@ -416,7 +414,7 @@ def test_decodes_without_keras_hub(tmp_path):
     model = make_model()
     keras_path, _ = save_and_load(model, tmp_path)
     greedy = model.generate(SOURCE[:4], max_length=5)
-    beam = model.generate(SOURCE[:4], max_length=5, sampler="beam", num_beams=3)
+    beam = model.generate(SOURCE[:4], max_length=5, sampler=BeamSearchSampler(3))
     np.save(tmp_path / "source.npy", SOURCE[:4])
     script = textwrap.dedent(
         f"""
@@ -426,7 +424,7 @@ def test_decodes_without_keras_hub(tmp_path):
         model = keras.saving.load_model({keras_path!r})
         source = np.load({str(tmp_path / "source.npy")!r})
         np.save({str(tmp_path / "greedy.npy")!r}, model.generate(source, max_length=5))
-        beam = model.generate(source, max_length=5, sampler="beam", num_beams=3)
+        beam = model.generate(source, max_length=5, sampler=keras_luong.BeamSearchSampler(3))
         np.save({str(tmp_path / "beam.npy")!r}, beam)
         """
     )

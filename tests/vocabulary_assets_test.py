@@ -1,11 +1,10 @@
-"""Vocabularies saved inside a model's `.keras` file (keras_luong.vocabulary_assets) and read back
-with it."""
+"""Vocabularies saved inside a model's `.keras` file (keras_luong.data.vocabulary_assets) and read
+back with it."""
 
 import keras
 import pytest
 
-from keras_luong import LuongSeq2Seq
-from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
+from keras_luong import LuongSeq2Seq, SubwordVocabulary, Vocabulary
 from tests.corpora import ENGLISH, GERMAN
 
 

@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
 
-from keras_luong.vocabulary import SubwordVocabulary, Vocabulary
+from keras_luong import SubwordVocabulary, Vocabulary
 from tests.corpora import ENGLISH, GERMAN
+from tests.test_case import in_jax_run_only
+
+pytestmark = in_jax_run_only("vocabularies (numpy and SentencePiece, no backend)")
 
 
 def test_characters_round_trip_with_reserved_ids():

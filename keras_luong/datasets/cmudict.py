@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.vocabulary import Vocabulary
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "cmudict_data")
 SHA1 = {

@@ -17,7 +17,7 @@ import datetime
 
 import numpy as np
 
-from keras_luong.vocabulary import Vocabulary
+from keras_luong.data.vocabulary import Vocabulary
 
 LOCALES = (
     "en_US", "en_GB", "fr", "de", "es", "it", "pt", "nl",

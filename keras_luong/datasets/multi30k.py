@@ -23,10 +23,8 @@ Descriptions", 5th Workshop on Vision and Language, 2016.
 import hashlib
 import os
 
-# `load_parallel_text` lived here before it had a module of its own.
-from keras_luong.datasets.parallel_text import (  # noqa: F401
+from keras_luong.data.parallel_text import (
     lines_of,
-    load_parallel_text,
     paired,
     read_bytes,
 )

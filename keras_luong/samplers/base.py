@@ -6,8 +6,8 @@ import contextvars
 import keras
 from keras import ops
 
+from keras_luong.backend.loops import unrolling
 from keras_luong.checks import check_integer, check_number
-from keras_luong.loops import unrolling
 from keras_luong.samplers.ngrams import mask_repeated_ngrams
 
 
@@ -62,11 +62,6 @@ class Sampler:
 
     # What the sampler reads from the cache besides the decoder's states (see above).
     needs = ()
-
-    @property
-    def needs_attention(self):
-        """Whether `needs` names `"attention"` (the name generation read before `needs`)."""
-        return "attention" in self.needs
 
     def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
         self.temperature = check_number("temperature", temperature, minimum=0, exclusive=True)

@@ -4,8 +4,8 @@ the n best."""
 import keras
 from keras import ops, tree
 
+from keras_luong.backend.loops import take_along_rows, take_rows
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
-from keras_luong.loops import take_along_rows, take_rows
 from keras_luong.samplers import penalties
 from keras_luong.samplers.base import Sampler, decoding_loop, is_any, write_column
 from keras_luong.samplers.top_k import top_k_indices
@@ -189,7 +189,7 @@ class BeamSearchSampler(Sampler):
         )
         finished = ops.zeros((batch_size * beams,), "bool")
         lengths = ops.zeros((batch_size * beams,), "int32")
-        if self.needs_attention:
+        if "attention" in self.needs:
             if not (isinstance(cache, dict) and "attention" in cache):
                 raise ValueError(
                     "BeamSearchSampler(coverage_penalty>0) needs the attention weights: a "
@@ -230,7 +230,7 @@ class BeamSearchSampler(Sampler):
             candidate_lengths = lengths + ops.cast(running, "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
             row_score = self.length_normalize(offset, candidate_lengths)
-            if self.needs_attention:
+            if "attention" in self.needs:
                 # This step's attention counts for the hypotheses still running. With the
                 # "gnmt" form only those that have ended are ranked with their penalty
                 # (tensorflow-addons' rule); the stepwise forms rank every hypothesis with it.
@@ -278,7 +278,7 @@ class BeamSearchSampler(Sampler):
         # coverage penalty, the final ranking applies it to every hypothesis.
         prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
         scores = ops.reshape(self.length_normalize(log_probs, lengths), (-1, beams))
-        if self.needs_attention:
+        if "attention" in self.needs:
             scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
             order = top_k_indices(scores, beams)
             prompts = take_along_rows(prompts, order)

@@ -2,8 +2,8 @@
 
 from keras import ops
 
+from keras_luong.backend.loops import take_along_rows
 from keras_luong.checks import MASKED_SCORE
-from keras_luong.loops import take_along_rows
 
 
 def repeated_ngram_tokens(prompt, index, n, logits):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_luong.loops import take_along_rows, take_rows
+from keras_luong.backend.loops import take_along_rows, take_rows
 
 
 def top_k_indices(x, k):

@@ -1,0 +1,347 @@
+"""The generator: the Keras model that runs a sampler over a sequence-to-sequence model's decoder
+one step at a time, the bounded cache of compiled generators a model keeps, and the decoding
+bounds. `generation.GenerationMixin` (`generate`, `translate`, the export) drives it.
+
+The model keeps one `Seq2SeqGenerator` per decoding setting: the maximum length, the stop
+tokens, and the sampler's class and config (two equal samplers share one compiled function).
+In-memory inputs go to the compiled function batch by batch (`predict_on_batch`), with no
+per-call input pipeline; a generator is kept only once a call through it has succeeded.
+"""
+
+import collections
+import json
+import numbers
+import sys
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_luong import samplers
+from keras_luong.backend.loops import same_class, step_call
+from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.samplers import pad_after_end
+
+MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
+
+
+class Seq2SeqGenerator(keras.Model):
+    """Source ids `(B, S)` -> generated target ids `(B, max_length)`, by a sampler over
+    `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
+    memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
+
+    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=False, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+        self.max_length = max_length
+        self.sampler = sampler
+        sampler_needs(sampler)  # refused here, before anything is traced
+        self.stop_token_ids = tuple(stop_token_ids)
+        # Each row ends by its own source's bound (`default_max_length` of its tokens): from
+        # that position on its only possible token is the first stop token. One generator
+        # then serves sources of every length, the buffers sized by `max_length`.
+        self.row_bounds = bool(row_bounds) and bool(self.stop_token_ids)
+        # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
+        # torch stays eager (its compile takes minutes).
+        self.jit_compile = keras.backend.backend() != "torch"
+
+    def call(self, source):
+        model = self.seq2seq
+        batch = ops.shape(source)[0]
+        beams = getattr(self.sampler, "num_beams", 1)
+        memory, states, value_mask = model.start_decoding(source, beams)
+        # Padding and the start token are never generated: fed back, they would be read as
+        # padding or as a new sentence.
+        ids = ops.arange(model.target_vocabulary_size)
+        never = ops.logical_or(ids == 0, ids == model.start_token)
+        # Added to the logits rather than a `where`: XLA fuses an add into the output
+        # layer's result once, where a select was recomputed by each reader of the logits
+        # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
+        # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
+        never_bias = ops.where(never, MASKED_SCORE, 0.0)
+        if self.row_bounds:  # (rows,): each source's tokens, repeated per beam
+            tokens = ops.sum(ops.cast(ops.not_equal(source, 0), "int32"), axis=1)
+            if beams > 1:
+                tokens = ops.repeat(tokens, beams, axis=0)
+            bounds = row_bound(tokens)
+            only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
+
+        # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
+        # reads each step's attention from the cache.
+        keep_attention = "attention" in sampler_needs(self.sampler)
+
+        def next(prompt, cache, index):
+            token = prompt[:, index - 1]
+            states = cache["states"] if keep_attention else cache
+            # The logits in float32 (so that the mask constant fits under mixed precision
+            # too), plus never_bias.
+            logits, attentional, states, *weights = model.next_token_logits(
+                token,
+                list(states),
+                memory,
+                index - 1,
+                return_attention_scores=keep_attention,
+                logits_bias=never_bias,
+            )
+            if self.row_bounds:  # the position generated now is index - 1
+                ended = ops.greater_equal(index - 1, bounds)[:, None]
+                logits = ops.where(ended, only_stop[None], logits)
+            if keep_attention:
+                attention = ops.cast(weights[0], "float32")
+                return logits, attentional, {"states": tuple(states), "attention": attention}
+            return logits, attentional, tuple(states)
+
+        start = ops.full((batch, 1), model.start_token, dtype="int32")
+        prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+        cache = tuple(states)
+        if keep_attention:
+            attention = ops.zeros((batch, ops.shape(value_mask)[1]), "float32")
+            cache = {"states": cache, "attention": attention}
+        outputs = self.sampler(
+            next,
+            prompt,
+            cache=cache,
+            index=1,
+            stop_token_ids=self.stop_token_ids or None,
+            model=self,
+        )
+        if isinstance(outputs, tuple):  # all beams, with their scores
+            prompts, scores = outputs
+            return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
+        return pad_after_end(outputs[:, 1:], self.stop_token_ids)
+
+    def generate(self, source, batch_size):
+        """Runs the compiled generator on int32 source ids, `batch_size` rows at a time."""
+        if source.shape[0] == 0:
+            return self._empty_output()
+        outputs = [
+            self.predict_on_batch(source[start : start + batch_size])
+            for start in range(0, source.shape[0], batch_size)
+        ]
+        if isinstance(outputs[0], tuple):
+            return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
+        return np.concatenate(outputs)
+
+    def _empty_output(self):
+        if getattr(self.sampler, "return_all_beams", False):
+            beams = self.sampler.num_beams
+            return np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
+        return np.zeros((0, self.max_length), "int32")
+
+
+def start_decoding(model, source, beams=1):
+    """`(memory, states, value_mask)` to decode `source` `(B, S)` from, for a model that has
+    `encode`, `decoder.prepare` and `decoder.get_initial_state` (the generation contract): the
+    states one row per source (the sampler repeats them per beam), the memory and its mask one
+    row per source and beam."""
+    batch = ops.shape(source)[0]
+    value, value_mask, cell_states = model.encode(source)
+    memory = model.decoder.prepare(value, value_mask)
+    # One state per source, made from a memory of one row per source (the attention's
+    # `get_initial_state` gets the rows of the memory it is given); the sampler repeats
+    # the states per beam with the rest of its cache.
+    states = model.decoder.get_initial_state(batch, cell_states, memory)
+    if beams > 1:
+        # The steps attend from every beam: the memory is prepared again from the
+        # repeated value (a memory is laid out per row, see `BaseLuongAttention.prepare`).
+        value = ops.repeat(value, beams, axis=0)
+        value_mask = ops.repeat(value_mask, beams, axis=0)
+        memory = model.decoder.prepare(value, value_mask)
+    return memory, states, value_mask
+
+
+# What generation can keep in the cache for a sampler that names it in `needs`.
+PROVIDED = ("attention",)
+
+
+def sampler_needs(sampler):
+    """The sampler's `needs` (empty where it has none, as keras-hub's), each checked to be
+    one generation provides."""
+    needs = tuple(getattr(sampler, "needs", ()))
+    unknown = [name for name in needs if name not in PROVIDED]
+    if unknown:
+        raise ValueError(
+            f"{type(sampler).__name__} needs {unknown}, which generation does not provide: "
+            f"a sampler's needs name entries of {PROVIDED}. Received: needs={needs!r}"
+        )
+    return needs
+
+
+# keras-hub's samplers that a sequence-to-sequence decoder cannot run, and why.
+UNSUPPORTED_SAMPLERS = {
+    "ContrastiveSampler": "contrastive search runs the decoder on k candidates per row after a "
+    "first step on the rows alone, so the source memory would be needed at two batch sizes",
+    "SpeculativeSampler": "speculative decoding needs a draft model, which a LuongSeq2Seq "
+    "does not have",
+}
+
+
+def check_supported(sampler):
+    """Refuses keras-hub's samplers that cannot decode a sequence-to-sequence model."""
+    keras_hub = sys.modules.get("keras_hub")
+    for name, reason in UNSUPPORTED_SAMPLERS.items():
+        cls = getattr(getattr(keras_hub, "samplers", None), name, None)
+        if cls is not None and isinstance(sampler, cls):
+            raise ValueError(
+                f"Invalid value for argument sampler: keras-hub's {name} is not supported "
+                f"({reason}). keras-luong's GreedySampler and BeamSearchSampler, and keras-hub's "
+                "GreedySampler, BeamSampler, RandomSampler, TopKSampler and TopPSampler are. "
+                f"Received: sampler={name}"
+            )
+
+
+def default_max_length(lengths):
+    """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
+    return int(1.5 * max(lengths, default=0)) + 10
+
+
+def row_bound(tokens):
+    """`default_max_length` of each row's source tokens `(rows,)`, as int32 tensor ops."""
+    return (ops.cast(tokens, "int32") * 3) // 2 + 10
+
+
+def length_bucket(bound):
+    """The generator length that holds outputs of `bound` tokens: the next power of two (at
+    least 16), so that texts of any length share a few compiled generators."""
+    return max(16, 1 << (int(bound) - 1).bit_length())
+
+
+def sequence_logits(dense, sequence):
+    """The output layer `dense` on a sequence `(batch_size, T, d)`, multiplied as the matrix
+    `(batch_size * T, d)`: the values of `dense(sequence)`, without its Keras mask (which
+    `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
+    product of a vocabulary-sized output layer into a much slower program than the matrix's;
+    the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
+    (`benchmarks/output_layer.py`). Other backends run the same either way.
+
+    On torch a plain float32 `Dense` adds its bias inside the product: the matrix gets a
+    column of ones and the kernel the bias as its last row, so one matrix product gives
+    `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
+    gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
+    and sums their gradient in another (`benchmarks/output_layer.py --other separate-bias`).
+    """
+    batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
+    rows = ops.reshape(sequence, (-1, sequence.shape[-1]))
+    if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
+        ones = ops.ones_like(rows[:, :1])
+        kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)
+        logits = ops.matmul(ops.concatenate([rows, ones], axis=-1), kernel)
+    else:
+        logits = dense(rows)
+    return ops.reshape(logits, (batch, steps, logits.shape[-1]))
+
+
+def plain_float32_dense(dense):
+    """Whether `dense` is a built float32 `Dense` (not a subclass) with a bias, no activation
+    and no quantisation: its output is `x @ dense.kernel + dense.bias`, which can then be
+    computed from its weights directly."""
+    return (
+        same_class(dense, keras.layers.Dense)
+        and dense.built
+        and dense.use_bias
+        and dense.activation is keras.activations.linear
+        and dense.quantization_mode is None
+        and dense.compute_dtype == dense.variable_dtype == "float32"
+    )
+
+
+def step_logits(dense, attentional, logits_bias=None):
+    """The output layer `dense`'s logits for one step, plus `logits_bias` (float32). A plain
+    float32 `Dense` adds its bias and `logits_bias` to the product in one add (a pass
+    over `(rows, V)` fewer per step; the sum is the same, `logits_bias` being zero
+    wherever it is not the masked score)."""
+    if logits_bias is None:
+        return step_call(dense, attentional)
+    if plain_float32_dense(dense) and ops.is_tensor(attentional):
+        bias = ops.convert_to_tensor(dense.bias) + logits_bias
+        return ops.matmul(attentional, dense.kernel) + bias
+    return ops.cast(step_call(dense, attentional), "float32") + logits_bias
+
+
+class GeneratorCache:
+    """The generators of one model, keyed by decoding setting, the most recently used kept
+    (at most `capacity`). Not a dict: Keras tracks the layers in a model's dicts as its
+    sublayers, and a generator holds the model, it is not part of it (nor of its `.keras`
+    file)."""
+
+    def __init__(self, capacity=8):
+        self.capacity = capacity
+        self._by_key = collections.OrderedDict()
+
+    def __len__(self):
+        return len(self._by_key)
+
+    def __contains__(self, key):
+        return key in self._by_key
+
+    def get(self, key, make):
+        """The generator kept under `key`, or a new one from `make()`, kept."""
+        if key in self._by_key:
+            self._by_key.move_to_end(key)
+            return self._by_key[key]
+        generator = self._by_key[key] = make()
+        while len(self._by_key) > self.capacity:
+            self._by_key.popitem(last=False)
+        return generator
+
+    def discard(self, key):
+        self._by_key.pop(key, None)
+
+    def clear(self):
+        self._by_key.clear()
+
+
+def sampler_key(sampler):
+    """What a compiled generator depends on of its sampler: its class and its config."""
+    config = sampler.get_config() if hasattr(sampler, "get_config") else {}
+    cls = type(sampler)
+    return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
+
+
+def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bounds=False):
+    """`(generator, key)`: the model's generator for these settings, made and kept if new."""
+    max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
+    sampler = samplers.get(model.sampler if sampler is None else sampler)
+    check_supported(sampler)
+    if not model.built:  # decoding an untrained model is valid (if useless): build it
+        ones = ops.ones((1, 1), "int32")
+        model((ones, ones))
+    if isinstance(stop_token_ids, str) and stop_token_ids == "auto":
+        stop_token_ids = (model.end_token,)
+    if isinstance(stop_token_ids, numbers.Integral) and not isinstance(stop_token_ids, bool):
+        stop_token_ids = (stop_token_ids,)  # one id
+    if stop_token_ids is not None and not isinstance(stop_token_ids, (list, tuple)):
+        raise ValueError(
+            "Invalid value for argument stop_token_ids. Expected 'auto', None, an id or a "
+            f"tuple of ids. Received: stop_token_ids={stop_token_ids!r}"
+        )
+    stop_token_ids = tuple(
+        check_integer("stop_token_ids", i, minimum=0) for i in (stop_token_ids or ())
+    )
+    if any(i >= model.target_vocabulary_size for i in stop_token_ids):
+        raise ValueError(
+            "Invalid value for argument stop_token_ids. Expected ids in [0, "
+            f"target_vocabulary_size={model.target_vocabulary_size}). "
+            f"Received: stop_token_ids={stop_token_ids!r}"
+        )
+    key = (max_length, stop_token_ids, bool(row_bounds), *sampler_key(sampler))
+    generator = model.generators.get(
+        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids, row_bounds)
+    )
+    return generator, key
+
+
+def generated_alignments(model, source, generated, max_length):
+    """The alignments of generated ids: the decoder re-run over its own output (step decoding
+    equals teacher forcing), zero after the end token."""
+    ids = generated[0] if isinstance(generated, tuple) else generated
+    flat = np.reshape(ids, (-1, max_length))
+    if flat.shape[0] == 0:
+        return np.zeros((*ids.shape, source.shape[1]), "float32")
+    repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
+    start = np.full((flat.shape[0], 1), model.start_token, dtype="int32")
+    target_in = np.concatenate([start, flat[:, :-1]], axis=1)
+    # Steps that generated padding are padding: their alignments are zeros.
+    target_in = np.where(flat == 0, 0, target_in)
+    _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
+    return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))

@@ -1,0 +1,512 @@
+"""Generation for `LuongSeq2Seq`: `compile(sampler=...)`, `generate`, `translate` and the
+export of the decoding loop, over the compiled generators of `generator.py`."""
+
+import contextlib
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_luong import samplers
+from keras_luong.backend.loops import unrolled
+from keras_luong.checks import check_integer, check_texts, check_token_ids
+from keras_luong.data.batching import length_sorted_batches
+from keras_luong.data.vocabulary_assets import check_vocabulary_size
+from keras_luong.generation.export_formats import (
+    check_export_format,
+    check_loop_sampler,
+    export_onnx_from_torch,
+    export_torch_program,
+    is_unrolled,
+)
+from keras_luong.generation.generator import (
+    GeneratorCache,
+    default_max_length,
+    generated_alignments,
+    get_generator,
+    length_bucket,
+    start_decoding,
+)
+from keras_luong.generation.text_export import check_text_export, export_text_saved_model
+from keras_luong.samplers.base import portable_writes
+
+
+class GenerationMixin:
+    """Generation for a sequence-to-sequence `keras.Model`: `compile`'s `sampler`, `generate`,
+    `translate`, `generator` and `export_generator`, for `LuongSeq2Seq` and for any model that
+    meets the generation contract.
+
+    **The generation contract.** A model decodes with every sampler (greedy, beam search
+    with its penalties, n-gram blocking, keras-hub's) when it has:
+
+    - `encode(source)`: source ids `(B, S)` to `(value, value_mask, states)`: the encoder
+      states `(B, S, d)`, their boolean mask `(B, S)` and the decoder's initial RNN states
+      (a list, each `(B, n)`).
+    - `decoder.prepare(value, value_mask)`: the memory the decoder attends to (a
+      `LuongDecoder` or `BahdanauDecoder` has it).
+    - `decoder.get_initial_state(batch_size, states, memory)`: every decoder state before
+      the first step, the attention's included, for a memory of `batch_size` rows.
+    - or, in place of those three, its own `start_decoding(source, beams)` (they serve the
+      one written here; an `Ensemble` writes its own): `(memory, states, value_mask)`, the
+      states one row per source, the memory (whatever `next_token_logits` reads) and the
+      mask `(B × beams, S)` one row per source and beam.
+    - `next_token_logits(token, states, memory, step, return_attention_scores=False,
+      logits_bias=None)`: one step from the previous token `(rows,)` to `(logits, hidden,
+      new_states)` (and the step's attention weights `(rows, S)` if asked for); the logits
+      `(rows, V)` in float32, `logits_bias` `(V,)` added to them where given.
+    - `source_vocabulary_size` (source ids are checked against it), `target_vocabulary_size`,
+      `start_token` and `end_token`; and for `translate`, the
+      vocabularies (`VocabularyAssetsMixin.set_vocabularies`).
+    - `call((source, target_in), training=False, return_attention_scores=True)` returning
+      `(logits, weights)`, for the alignments of `generate(..., return_attention_scores=True)`.
+
+    Who repeats what per beam: the generator encodes each source once, makes the initial
+    states from a memory of one row per source, prepares a second memory from the value
+    repeated per beam, and hands the states to the sampler, which repeats its cache (the
+    states) per beam and reorders it as beams are kept; `next_token_logits` sees
+    `B × num_beams` rows. The compiled generators are kept in `generators` (made here on
+    first use if the model has none).
+
+    Example:
+
+    A model of one's own (a GRU encoder, an attention decoder, its projection), decoded
+    with beam search:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_luong import GlobalAttention, LuongDecoder
+    >>> class Tiny(GenerationMixin, keras.Model):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.source_vocabulary_size = self.target_vocabulary_size = 10
+    ...         self.start_token, self.end_token = 1, 2
+    ...         self.embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    ...         self.encoder = keras.layers.GRU(8, return_sequences=True, return_state=True)
+    ...         attention = GlobalAttention(attentional_units=8)
+    ...         self.decoder = LuongDecoder(keras.layers.GRUCell(8), attention)
+    ...         self.projection = keras.layers.Dense(10)
+    ...     def encode(self, source, training=None):
+    ...         mask = ops.not_equal(source, 0)
+    ...         value, state = self.encoder(self.embedding(source), mask=mask)
+    ...         return value, mask, [state]
+    ...     def call(self, inputs, training=None):
+    ...         source, target_in = inputs
+    ...         value, mask, states = self.encode(source)
+    ...         embedded = self.embedding(target_in)
+    ...         outputs = self.decoder(embedded, value, initial_state=states, value_mask=mask)
+    ...         return self.projection(outputs)
+    ...     def next_token_logits(
+    ...         self, token, states, memory, step, return_attention_scores=False,
+    ...         logits_bias=None,
+    ...     ):
+    ...         h, states, *weights = self.decoder.step(
+    ...             self.embedding(token), states, memory, step=step,
+    ...             return_attention_scores=return_attention_scores,
+    ...         )
+    ...         logits = ops.cast(self.projection(h), "float32")
+    ...         logits = logits if logits_bias is None else logits + logits_bias
+    ...         return (logits, h, states, *weights)
+    >>> ids = Tiny().generate(np.array([[4, 5, 6], [7, 8, 0]]), max_length=5, sampler="beam")
+    >>> ids.shape
+    (2, 5)
+    """
+
+    def start_decoding(self, source, beams=1):
+        """`(memory, states, value_mask)` to decode source ids `(B, S)` from: the memory and
+        its mask one row per source and beam, the decoder's states one row per source (the
+        sampler repeats them per beam). From `encode`, `decoder.prepare` and
+        `decoder.get_initial_state`."""
+        return start_decoding(self, source, beams)
+
+    @property
+    def longest_source(self):
+        """The most source positions the decoder's attention scores (the `"location"`
+        score's `max_source_length`), or `None` (any number). `generate` and `translate`
+        refuse sources with tokens past it and cut the padding past it (a compiled loop
+        that only knows the source length as it runs would give those positions no weight,
+        with no error)."""
+        attention = getattr(getattr(self, "decoder", None), "attention", None)
+        return getattr(attention, "longest_source", None)
+
+    @property
+    def generators(self):
+        """The model's compiled generators (a `GeneratorCache`), one per decoding setting."""
+        cache = self.__dict__.get("_generator_cache")
+        if cache is None:
+            cache = GeneratorCache()
+            # Not through `setattr`: Keras would track the cache as model state.
+            self.__dict__["_generator_cache"] = cache
+        return cache
+
+    def compile(self, optimizer="rmsprop", loss=None, *, sampler="greedy", **kwargs):
+        """Configures the model for training and its default sampler, as keras-hub's
+        `CausalLM.compile` does.
+
+        Args:
+            optimizer: As in `keras.Model.compile`.
+            loss: As in `keras.Model.compile`; `keras_luong.training.losses.SequenceLoss` leaves
+                padding positions out.
+            sampler: The sampler `generate`, `translate`, `generator` and `BleuCallback` use
+                when given none: a name, a config or a sampler object, as their `sampler`
+                argument takes. Defaults to `"greedy"`. Saved with the model's compile
+                config; compiling again discards the compiled generators.
+            **kwargs: The other arguments of `keras.Model.compile` (`metrics`,
+                `jit_compile`, ...).
+        """
+        sampler = samplers.get(sampler)
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+        self._default_sampler = sampler
+        self.generators.clear()
+
+    @property
+    def sampler(self):
+        """The sampler used when a decoding call names none (`compile`'s `sampler`)."""
+        sampler = getattr(self, "_default_sampler", None)
+        return samplers.get("greedy") if sampler is None else sampler
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config:
+            config["sampler"] = samplers.serialize(self.sampler)
+        return config
+
+    def compile_from_config(self, config):
+        # keras.Model's, with the sampler given back to `compile` (which Keras' own skips
+        # for a model whose `compile` is overridden).
+        config = dict(config)
+        sampler = config.pop("sampler", "greedy")
+        self.compile(**keras.saving.deserialize_keras_object(config), sampler=sampler)
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def generate(
+        self,
+        inputs,
+        max_length=None,
+        *,
+        stop_token_ids="auto",
+        sampler=None,
+        batch_size=256,
+        return_attention_scores=False,
+    ):
+        """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
+
+        Decoding stops at the end token: every position after it is padding (0). The sampler
+        runs in one compiled function (XLA on JAX and TensorFlow, eager on torch), called
+        directly on the ids `batch_size` rows at a time; it is kept on the model per
+        `(max_length, stop_token_ids, sampler class and config)`, so a later call with the
+        same settings, or an equal sampler, does not trace again.
+
+        Args:
+            inputs: Source ids `(B, S)`, 0 for padding. An empty batch gives an empty result.
+            max_length: Number of target tokens to generate at most (up to 65536: the
+                buffers of the loop are allocated for it). Defaults to 1.5 × the longest
+                source's tokens (its non-zero ids) + 10; decoding stops when every
+                hypothesis has ended, so a generous bound costs nothing then.
+            stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
+                `max_length` tokens) or a tuple of ids.
+            sampler: `None` for the model's sampler (`compile`'s `sampler`, greedy unless
+                set there), a name (`"greedy"`, `"beam"`, or one of keras-hub's: see
+                `keras_luong.samplers.get`), a config from `samplers.serialize`, or a
+                sampler object: `keras_luong.GreedySampler`, `keras_luong.BeamSearchSampler`
+                (beam width, length penalty, minimum length, n-best), or a keras-hub sampler
+                (all but its `ContrastiveSampler` and `SpeculativeSampler`).
+            batch_size: Sources decoded at once.
+            return_attention_scores: Also return the alignments of the decoded tokens,
+                `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
+                after the end token: the decoder re-run over its own output, which gives the
+                decoding steps' weights exactly (step decoding equals teacher forcing).
+
+        Returns:
+            The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the
+            ids `(B, num_beams, max_length)` of every hypothesis, best first, and their
+            scores `(B, num_beams)`; then the alignments if asked for.
+        """
+        source = check_token_ids("inputs", inputs, self.source_vocabulary_size, rank=2)
+        if not isinstance(source, np.ndarray):
+            raise TypeError(
+                "Invalid value for argument inputs. Expected source ids as an array "
+                "(batch_size, S); use generator().predict for a dataset. Received: inputs of "
+                f"type {type(inputs).__name__}"
+            )
+        batch_size = check_integer("batch_size", batch_size)
+        if max_length is None:
+            max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
+        cut = cut_to_longest_source(source, self.longest_source)
+        generated = self._generate(
+            cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids
+        )
+        if not return_attention_scores:
+            return generated
+        alignments = generated_alignments(self, cut, generated, max_length)
+        padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
+        return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
+
+    def _generate(self, source, max_length, sampler, batch_size, row_bounds=False, **settings):
+        """Runs the kept generator of these settings on int32 source ids."""
+        generator, key = get_generator(self, max_length, sampler, row_bounds=row_bounds, **settings)
+        try:
+            return generator.generate(source, batch_size)
+        except BaseException:
+            # A call that raised may leave a broken compiled function behind: keep nothing.
+            self.generators.discard(key)
+            raise
+
+    def translate(
+        self,
+        texts,
+        source_vocabulary=None,
+        target_vocabulary=None,
+        max_length=None,
+        sampler=None,
+        batch_size=32,
+        tokens_per_batch=None,
+        verbose=0,
+        **kwargs,
+    ):
+        """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
+        become the OOV id), `generate` decodes them, `target_vocabulary.decode(ids)` reads
+        the generated ones up to the end token.
+
+        The texts are decoded in batches of `batch_size` sorted by source length, each padded
+        to a multiple of 8 tokens (so one long text does not lengthen every batch, and few
+        shapes compile), and returned in the caller's order. A batch decodes until its last
+        hypothesis ends, so its rows cost as much as its longest output: small batches
+        waste least on a CPU, larger ones use an accelerator better.
+
+        Args:
+            texts: A list of strings. An empty list gives an empty list.
+            source_vocabulary: A `keras_luong.Vocabulary` or `SubwordVocabulary`; by default
+                the model's own (`set_vocabularies`).
+            target_vocabulary: Likewise, for the output.
+            max_length: The most tokens generated per text. Defaults to each text's own
+                bound, 1.5 × its source tokens + 10 (fairseq's `max_len_a * src_len +
+                max_len_b` with 1.5 and 10, `generate`'s rule for one row): each row of a
+                batch ends at its own bound (a greedy output is the one the text gets
+                alone), inside one compiled generator for the whole call, whose length is
+                the largest bound rounded up to a power of two; a second call on texts of
+                the same lengths compiles nothing.
+            sampler: As in `generate`; `None` (the default) for the model's sampler.
+            batch_size: Texts decoded at once. Defaults to 32.
+            tokens_per_batch: If given, a batch also holds at most this many source
+                positions (rows × padded length), so batches of long texts have fewer rows
+                (memory bounded on an accelerator). Defaults to `None` (rows only).
+            verbose: `1` shows a Keras progress bar of the texts translated, `2` one line
+                at the end, `0` (the default) nothing.
+            **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
+
+        Returns:
+            One string per text; with a sampler that returns all beams, one n-best list of
+            `(string, score)` per text.
+        """
+        vocabularies = {}
+        for side, vocabulary, size in (
+            ("source", source_vocabulary, self.source_vocabulary_size),
+            ("target", target_vocabulary, self.target_vocabulary_size),
+        ):
+            if vocabulary is None:
+                vocabulary = getattr(self, f"{side}_vocabulary", None)
+                if vocabulary is None:
+                    raise ValueError(
+                        f"Invalid value for argument {side}_vocabulary. Expected a vocabulary: "
+                        "the model has none (see set_vocabularies). "
+                        f"Received: {side}_vocabulary=None"
+                    )
+            check_vocabulary_size(side, vocabulary, size)
+            vocabularies[side] = vocabulary
+        texts = check_texts("texts", texts)
+        batch_size = check_integer("batch_size", batch_size)
+        verbose = check_integer("verbose", verbose, minimum=0, maximum=2)
+        progress = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="text")
+        rows = [vocabularies["source"].encode(t) for t in texts]
+        longest = self.longest_source
+        for i, row in enumerate(rows if longest is not None else ()):
+            if len(row) > longest:
+                raise ValueError(
+                    f"Invalid value for argument texts: texts[{i}] has {len(row)} source "
+                    f"tokens, past the {longest} source positions the model's attention "
+                    f"scores (max_source_length). Received: texts[{i}]={texts[i]!r:.100}"
+                )
+        if max_length is None:  # each text's own bound
+            bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
+            # One generator whose length holds every text's bound, each row ending at its
+            # own bound inside it: one compiled function per source shape, kept for the next
+            # call (per-batch bounds would each compile a generator of their own).
+            bound = length_bucket(bounds.max(initial=1))
+        else:
+            bound = check_integer("max_length", max_length)
+            bounds = np.full(len(rows), bound, "int64")
+        results = [None] * len(rows)
+        decode = vocabularies["target"].decode
+        plan = length_sorted_batches(
+            [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
+        )
+        for indices, length in plan:
+            # The padding stops at the attention's longest source (the tokens are within it).
+            length = length if longest is None else min(length, longest)
+            source = np.zeros((len(indices), length), "int32")
+            for row, i in enumerate(indices):
+                source[row, : len(rows[i])] = rows[i]
+            generated = self._generate(
+                source, bound, sampler, batch_size, row_bounds=max_length is None, **kwargs
+            )
+            cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
+            if isinstance(generated, tuple):  # every beam, with its score
+                ids, scores = generated
+                ids = np.where(cut[:, None, :], 0, ids)
+                for i, beams, beam_scores in zip(indices, ids, scores, strict=True):
+                    results[i] = [
+                        (decode(b), float(s)) for b, s in zip(beams, beam_scores, strict=True)
+                    ]
+            else:
+                for i, ids in zip(indices, np.where(cut, 0, generated), strict=True):
+                    results[i] = decode(ids)
+            progress.add(len(indices))
+        return results
+
+    def generator(self, max_length, sampler=None, stop_token_ids="auto"):
+        """The `keras.Model` from source ids to generated target ids that `generate` runs,
+        for `predict` on a dataset and for export as a serving signature. Kept on the model
+        per setting: its compiled function is reused.
+
+        Args:
+            max_length: The number of target tokens generated at most.
+            sampler: As in `generate`; `None` (the default) for the model's sampler.
+            stop_token_ids: As in `generate`. Defaults to `"auto"` (the end token).
+        """
+        generator, _ = get_generator(self, max_length, sampler, stop_token_ids)
+        return generator
+
+    def export_generator(
+        self,
+        filepath,
+        max_length,
+        format="tf_saved_model",
+        text=False,
+        source_length=None,
+        **kwargs,
+    ):
+        """Exports the decoding loop, source ids in and generated ids out, for serving with
+        no Python package of keras-luong, Keras or the training backend:
+
+        - `"tf_saved_model"` (from TensorFlow and JAX): a SavedModel folder whose `serve`
+          signature maps int32 source ids `(batch, S)` to target ids `(batch, max_length)`;
+          TensorFlow (or TensorFlow Serving) runs it.
+        - `"onnx"` (from TensorFlow and torch): an ONNX file with the same input and output,
+          which onnxruntime runs. Needs `onnx` and the backend's converter, `tf2onnx` or
+          `onnxscript` (`pip install keras-luong[export]`), and one of keras-luong's
+          samplers. From torch, it is the `torch.export` program below, translated: its
+          loop unrolled and its source length fixed.
+        - `"litert"` (from TensorFlow): a `.tflite` file of LiteRT's builtin ops, which
+          LiteRT's interpreter (`ai_edge_litert`) runs on int32 source ids `(batch,
+          source_length)`.
+        - `"torch"` (from torch): a `.pt2` file of `torch.export`, which
+          `torch.export.load(filepath).module()` runs on the same input.
+
+        Neither of the last two holds a loop whose length depends on the tokens, so the
+        loop is unrolled: `max_length` steps, each row padded after its stop token (the ids
+        of a loop that stops early), and a `source_length` fixed by the argument (pad
+        shorter sources with 0). ONNX, LiteRT and torch need one of keras-luong's samplers.
+
+        Batch and source length stay dynamic unless `source_length` is given; padding (id 0)
+        follows each source. With a sampler that returns all beams, the outputs are the ids
+        `(batch, num_beams, max_length)` and their scores `(batch, num_beams)`. From a backend
+        that cannot write a format, save a `.keras` file, load it with the backend the error
+        names and export there.
+
+        With `text=True` (a SavedModel of a model whose vocabularies are `SubwordVocabulary`),
+        strings go in and out: the default signature (also named `translate`) takes a
+        batch of texts `(batch,)` and returns `{"translations": (batch,)}` strings (with all
+        beams, `(batch, num_beams)` and their `"scores"`), `translate`'s outputs for the same
+        texts and `max_length`. The SentencePiece models are inside the SavedModel, read by
+        TensorFlow Text's tokenizer, whose ops the serving process needs (`import
+        tensorflow_text`); the `serve` signature takes ids and returns `{"ids": ...}`.
+
+        Args:
+            filepath: The SavedModel's folder, or the `.onnx`, `.tflite` or `.pt2` file.
+            max_length: The number of target tokens generated at most.
+            format: `"tf_saved_model"` (the default), `"onnx"`, `"litert"` or `"torch"`.
+            text: Whether the SavedModel takes and returns strings. Defaults to `False`
+                (ids). Needs `tensorflow-text` (`pip install keras-luong[export]`).
+            source_length: The source length the artifact takes, or `None` (the default)
+                for any; `"litert"`, `"torch"` and `"onnx"` from torch need it.
+            **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
+                `stop_token_ids`.
+        """
+        if text not in (True, False):
+            raise ValueError(
+                f"Invalid value for argument text: expected True or False. Received: text={text!r}"
+            )
+        if text:
+            check_text_export(self, format)
+        if source_length is not None:
+            source_length = check_integer("source_length", source_length, minimum=1)
+            if text:
+                raise ValueError(
+                    "Invalid value for argument source_length: a text SavedModel takes texts "
+                    f"of any length. Received: source_length={source_length} with text=True"
+                )
+        elif is_unrolled(format):
+            raise ValueError(
+                f"Invalid value for argument source_length: format={format!r} (from "
+                f"{keras.backend.backend()}) takes sources "
+                "of one length (the encoder's loop is unrolled over it): give the longest to "
+                "serve, and pad shorter sources with 0. Received: source_length=None"
+            )
+        check_export_format(format)
+        generator, _ = get_generator(self, max_length, **kwargs)
+        if format != "tf_saved_model":
+            check_loop_sampler(generator.sampler, format)
+        generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
+
+        options = {}
+        if keras.backend.backend() == "jax" and format == "tf_saved_model":
+            # No gradients in a serving artifact: with them, jax2tf would trace the loop's
+            # reverse mode, which a while loop has none of (beam scores are float outputs).
+            options["jax2tf_kwargs"] = {"with_gradient": False}
+        contexts = []  # what the loops are traced within
+        if format in ("onnx", "litert") and keras.backend.backend() == "tensorflow":
+            contexts.append(portable_writes)
+        if is_unrolled(format):
+            contexts.append(unrolled)
+        input_signature = [keras.InputSpec(shape=(None, source_length), dtype="int32")]
+
+        def export_ids(path):
+            with contextlib.ExitStack() as stack:
+                for context in contexts:
+                    stack.enter_context(context())
+                if format == "torch":
+                    export_torch_program(generator, path, input_signature)
+                elif format == "onnx" and keras.backend.backend() == "torch":
+                    export_onnx_from_torch(generator, path, input_signature)
+                else:
+                    generator.export(
+                        path,
+                        format=format,
+                        input_signature=input_signature,
+                        verbose=False,
+                        **options,
+                    )
+
+        if text:
+            export_text_saved_model(self, filepath, export_ids)
+        else:
+            export_ids(filepath)
+
+
+def cut_to_longest_source(source, longest):
+    """Source ids `(B, S)` without their padding past `longest` source positions (`None`:
+    any number); a `ValueError` naming `inputs` if a row has tokens past it."""
+    if longest is None or source.shape[1] <= longest:
+        return source
+    rows = np.flatnonzero(np.any(source[:, longest:] != 0, axis=1))
+    if rows.size:
+        row = int(rows[0])
+        end = int(np.flatnonzero(source[row])[-1]) + 1
+        raise ValueError(
+            f"Invalid value for argument inputs: inputs[{row}] has tokens up to position "
+            f"{end}, past the {longest} source positions the model's attention scores "
+            f"(max_source_length). Received: inputs of shape {source.shape}"
+        )
+    return source[:, :longest]
