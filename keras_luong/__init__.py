@@ -68,8 +68,9 @@ if not _starting_the_command_line():
     from keras_luong.models.seq2seq import LuongSeq2Seq
     from keras_luong.samplers import BeamSearchSampler, GreedySampler
     from keras_luong.training.averaging import CheckpointAverage, average_models
-    from keras_luong.training.callbacks import AttentionCallback, BleuCallback, SigmaSchedule
+    from keras_luong.training.callbacks import AttentionCallback, BleuCallback
     from keras_luong.training.losses import SequenceLoss
+    from keras_luong.training.sigma_schedule import SigmaSchedule
 
 
 def _public_names():

@@ -148,8 +148,9 @@ def train(args):
     from keras_luong.data.parallel_text import load_parallel_text
     from keras_luong.data.prepared import PreparedCorpus
     from keras_luong.models.seq2seq import LuongSeq2Seq
-    from keras_luong.training.callbacks import AttentionCallback, BleuCallback, SigmaSchedule
+    from keras_luong.training.callbacks import AttentionCallback, BleuCallback
     from keras_luong.training.losses import SequenceLoss
+    from keras_luong.training.sigma_schedule import SigmaSchedule
 
     tune_allocator(keras.backend.backend())
     corpus = PreparedCorpus(args.corpus)

@@ -7,10 +7,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import LocalAttention, LuongSeq2Seq
+from keras_luong import BleuCallback, LocalAttention, LuongSeq2Seq, SigmaSchedule
 from keras_luong.data.vocabulary import Vocabulary
 from keras_luong.evaluation import corpus_bleu
-from keras_luong.training.callbacks import BleuCallback, SigmaSchedule
 from keras_luong.training.losses import SequenceLoss
 from tests.corpora import ENGLISH, GERMAN, tiny_model
 

@@ -257,7 +257,7 @@ class TestLuongDecoderLayer(TestCase):
 
         inputs, memory, inputs_mask, memory_mask = inputs_and_masks(seed=10)
         self.run_precision_test(
-            make, [inputs, memory], {"inputs_mask": inputs_mask, "memory_mask": memory_mask}
+            make, [inputs, memory], {"inputs_mask": inputs_mask, "value_mask": memory_mask}
         )
 
     @pytest.mark.parametrize("input_feeding", [True, False])
@@ -348,7 +348,7 @@ def test_decoder_nan_at_padded_target_steps_gives_clean_outputs_and_gradients(in
         GlobalAttention(attentional_units=4),
         input_feeding=input_feeding,
     )
-    kwargs = {"inputs_mask": inputs_mask, "memory_mask": length_mask(LENGTHS, S)}
+    kwargs = {"inputs_mask": inputs_mask, "value_mask": length_mask(LENGTHS, S)}
     outputs = to_numpy(decoder(poisoned, memory, **kwargs))
     assert np.all(outputs[~inputs_mask] == 0)
     assert_allclose(outputs, decoder(inputs, memory, **kwargs))

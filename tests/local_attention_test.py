@@ -51,7 +51,7 @@ def reference_local(layer, query, value, value_mask, positions):
     )
     weights = masked_softmax(luong_scores(layer, query, value), in_window)
     if layer.alignment == "predictive":
-        sigma = float(to_numpy(layer.window_sigma))  # a float, or the narrowed sigma's variable
+        sigma = float(np.sqrt(to_numpy(layer.window_variance("float32"))))  # may be narrowed
         weights = weights * np.exp(-((source - positions[..., None]) ** 2) / (2 * sigma**2))
         if layer.renormalize:
             total = weights.sum(-1, keepdims=True)

@@ -5,7 +5,7 @@ from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.base import BaseLuongAttention
 from keras_luong.attention.protocol import Attended
 from keras_luong.attention.scores import project
-from keras_luong.backend.loops import take_rows
+from keras_luong.attention.windows import gather_window, gaussian
 from keras_luong.checks import check_integer, check_number, check_one_of, check_step
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".
@@ -46,7 +46,7 @@ class LocalAttention(BaseLuongAttention):
         initial_sigma: Optional, local-p only: the Gaussian's standard deviation at the start
             of training. The layer then holds σ in a non-trainable variable (`sigma_variable`,
             saved with the weights), started at `initial_sigma`, which
-            `keras_luong.training.callbacks.SigmaSchedule` narrows to `sigma` epoch by epoch: a wide
+            `keras_luong.SigmaSchedule` narrows to `sigma` epoch by epoch: a wide
             Gaussian in a wide window first, close to global attention, which locks on over
             the whole source, then the paper's narrow one. Without the callback σ stays at
             `initial_sigma`.
@@ -177,13 +177,11 @@ class LocalAttention(BaseLuongAttention):
         """The Gaussian's standard deviation once trained: `sigma`, or `window / 2`."""
         return float(self.sigma) if self.sigma is not None else self.window / 2
 
-    @property
-    def window_sigma(self):
-        """The Gaussian's standard deviation now: `sigma_variable` where the layer narrows it
-        (`initial_sigma`), else `final_sigma`."""
-        if self.sigma_variable is not None:
-            return self.sigma_variable
-        return self.final_sigma
+    def window_variance(self, dtype):
+        """σ² of the Gaussian now, a float or (narrowed) a tensor of `dtype`."""
+        if self.sigma_variable is None:
+            return self.final_sigma**2
+        return ops.square(ops.cast(self.sigma_variable, dtype))
 
     def build(self, query_shape, value_shape):
         super().build(query_shape, value_shape)
@@ -285,36 +283,14 @@ class LocalAttention(BaseLuongAttention):
         draws=None,
     ):
         value, lengths = memory["value"], ops.cast(memory["lengths"], "float32")
-        batch, source_length = ops.shape(value)[0], ops.shape(value)[1]
         if value.shape[0] == 0 or value.shape[1] == 0:
             return self._attend_nothing(query, value, state, return_attention_scores)
-        starts = memory.get("starts")
-        positions = self.aligned_positions(query, lengths, step, starts)
-
-        # The window: (B, T, 2D + 1) source indices, and which of them are real positions
-        # (from the first valid position `start` to `start + S_i - 1`).
-        offsets = ops.arange(-self.window, self.window + 1, dtype="int32")
-        window = ops.expand_dims(ops.cast(ops.floor(positions), "int32"), -1) + offsets
-        first = 0 if starts is None else ops.reshape(starts, (-1, 1, 1))
-        end = lengths[:, None, None] + ops.cast(first, "float32")
-        inside = ops.logical_and(window >= first, ops.cast(window, "float32") < end)
-        index = ops.clip(window, 0, source_length - 1)
-        flat_index = index + ops.reshape(
-            ops.arange(batch, dtype="int32") * source_length, (-1, 1, 1)
-        )
-        value_window = take_rows(memory["flat_value"], flat_index)
+        positions = self.aligned_positions(query, lengths, step, memory.get("starts"))
+        window, index, inside, value_window = gather_window(memory, positions, self.window)
         keys_window = self.window_keys(value_window)
-        if "flat_mask" in memory:
-            inside = ops.logical_and(inside, take_rows(memory["flat_mask"], flat_index))
-
         weights = self.masked_softmax(self.score(self.window_query(query), keys_window), inside)
         if self.alignment == "predictive":
-            distance = ops.cast(window, weights.dtype) - ops.expand_dims(positions, -1)
-            if self.sigma_variable is None:
-                variance = self.final_sigma**2
-            else:
-                variance = ops.square(ops.cast(self.sigma_variable, weights.dtype))
-            weights = weights * ops.exp(-ops.square(distance) / (2.0 * variance))
+            weights = gaussian(weights, window, positions, self.window_variance(weights.dtype))
             if self.renormalize:
                 total = ops.sum(weights, axis=-1, keepdims=True)
                 weights = weights / ops.where(total > 0, total, ops.ones_like(total))
@@ -325,7 +301,7 @@ class LocalAttention(BaseLuongAttention):
             return Attended(output, None, positions, state)
         # Scattered to (B, T, S) only on request, for plotting and comparison.
         weights = ops.einsum(
-            "btw,btws->bts", weights, ops.one_hot(index, source_length, dtype=weights.dtype)
+            "btw,btws->bts", weights, ops.one_hot(index, ops.shape(value)[1], dtype=weights.dtype)
         )
         return Attended(output, weights, positions, state)
 

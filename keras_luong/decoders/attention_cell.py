@@ -2,7 +2,6 @@
 Bahdanau's previous-state step): the wrapped RNN cell and attention, the memory prepared once
 per source, the states, their shapes and their checks."""
 
-
 import keras
 from keras import ops
 

@@ -362,4 +362,3 @@ class LuongDecoder(AttentionDecoder):
             {"input_feeding": self.input_feeding, "output_attention": self.output_attention}
         )
         return config
-

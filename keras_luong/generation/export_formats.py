@@ -2,12 +2,19 @@
 hold, and the writing of torch's formats. Not layer code: the export path imports the
 backend it exports with (torch for `format="torch"`) when it is called."""
 
+import contextlib
 import os
 import tempfile
 
 import keras
+from keras import ops
 
 from keras_luong import samplers
+from keras_luong.backend.loops import unrolled
+from keras_luong.checks import check_integer
+from keras_luong.generation.generator import get_generator
+from keras_luong.generation.text_export import check_text_export, export_text_saved_model
+from keras_luong.samplers.base import portable_writes
 
 # The formats `export_generator` writes, and the backends each is written from.
 EXPORT_FORMATS = {
@@ -161,3 +168,67 @@ def check_loop_sampler(sampler, format):
             "samplers (GreedySampler, BeamSearchSampler), whose loops it holds; "
             f"{type(sampler).__name__} {why}. Received: sampler={type(sampler).__name__}"
         )
+
+
+def export_generator(model, filepath, max_length, format, text, source_length, **kwargs):
+    """`GenerationMixin.export_generator`: the checks, then the format's writer, each
+    backend's limits and converters here."""
+    if text not in (True, False):
+        raise ValueError(
+            f"Invalid value for argument text: expected True or False. Received: text={text!r}"
+        )
+    if text:
+        check_text_export(model, format)
+    if source_length is not None:
+        source_length = check_integer("source_length", source_length, minimum=1)
+        if text:
+            raise ValueError(
+                "Invalid value for argument source_length: a text SavedModel takes texts "
+                f"of any length. Received: source_length={source_length} with text=True"
+            )
+    elif is_unrolled(format):
+        raise ValueError(
+            f"Invalid value for argument source_length: format={format!r} (from "
+            f"{keras.backend.backend()}) takes sources "
+            "of one length (the encoder's loop is unrolled over it): give the longest to "
+            "serve, and pad shorter sources with 0. Received: source_length=None"
+        )
+    check_export_format(format)
+    generator, _ = get_generator(model, max_length, **kwargs)
+    if format != "tf_saved_model":
+        check_loop_sampler(generator.sampler, format)
+    generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
+
+    options = {}
+    if keras.backend.backend() == "jax" and format == "tf_saved_model":
+        # No gradients in a serving artifact: with them, jax2tf would trace the loop's
+        # reverse mode, which a while loop has none of (beam scores are float outputs).
+        options["jax2tf_kwargs"] = {"with_gradient": False}
+    contexts = []  # what the loops are traced within
+    if format in ("onnx", "litert") and keras.backend.backend() == "tensorflow":
+        contexts.append(portable_writes)
+    if is_unrolled(format):
+        contexts.append(unrolled)
+    input_signature = [keras.InputSpec(shape=(None, source_length), dtype="int32")]
+
+    def export_ids(path):
+        with contextlib.ExitStack() as stack:
+            for context in contexts:
+                stack.enter_context(context())
+            if format == "torch":
+                export_torch_program(generator, path, input_signature)
+            elif format == "onnx" and keras.backend.backend() == "torch":
+                export_onnx_from_torch(generator, path, input_signature)
+            else:
+                generator.export(
+                    path,
+                    format=format,
+                    input_signature=input_signature,
+                    verbose=False,
+                    **options,
+                )
+
+    if text:
+        export_text_saved_model(model, filepath, export_ids)
+    else:
+        export_ids(filepath)

@@ -345,3 +345,31 @@ def generated_alignments(model, source, generated, max_length):
     target_in = np.where(flat == 0, 0, target_in)
     _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
+
+
+def generate_ids(model, source, max_length, sampler, batch_size, row_bounds=False, **settings):
+    """Runs the model's kept generator of these settings on int32 source ids."""
+    generator, key = get_generator(model, max_length, sampler, row_bounds=row_bounds, **settings)
+    try:
+        return generator.generate(source, batch_size)
+    except BaseException:
+        # A call that raised may leave a broken compiled function behind: keep nothing.
+        model.generators.discard(key)
+        raise
+
+
+def cut_to_longest_source(source, longest):
+    """Source ids `(B, S)` without their padding past `longest` source positions (`None`:
+    any number); a `ValueError` naming `inputs` if a row has tokens past it."""
+    if longest is None or source.shape[1] <= longest:
+        return source
+    rows = np.flatnonzero(np.any(source[:, longest:] != 0, axis=1))
+    if rows.size:
+        row = int(rows[0])
+        end = int(np.flatnonzero(source[row])[-1]) + 1
+        raise ValueError(
+            f"Invalid value for argument inputs: inputs[{row}] has tokens up to position "
+            f"{end}, past the {longest} source positions the model's attention scores "
+            f"(max_source_length). Received: inputs of shape {source.shape}"
+        )
+    return source[:, :longest]

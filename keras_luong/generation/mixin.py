@@ -1,34 +1,22 @@
 """Generation for `LuongSeq2Seq`: `compile(sampler=...)`, `generate`, `translate` and the
 export of the decoding loop, over the compiled generators of `generator.py`."""
 
-import contextlib
-
 import keras
 import numpy as np
-from keras import ops
 
 from keras_luong import samplers
-from keras_luong.backend.loops import unrolled
-from keras_luong.checks import check_integer, check_texts, check_token_ids
-from keras_luong.data.batching import length_sorted_batches
-from keras_luong.data.vocabulary_assets import check_vocabulary_size
-from keras_luong.generation.export_formats import (
-    check_export_format,
-    check_loop_sampler,
-    export_onnx_from_torch,
-    export_torch_program,
-    is_unrolled,
-)
+from keras_luong.checks import check_integer, check_token_ids
+from keras_luong.generation import export_formats
 from keras_luong.generation.generator import (
     GeneratorCache,
+    cut_to_longest_source,
     default_max_length,
+    generate_ids,
     generated_alignments,
     get_generator,
-    length_bucket,
     start_decoding,
 )
-from keras_luong.generation.text_export import check_text_export, export_text_saved_model
-from keras_luong.samplers.base import portable_writes
+from keras_luong.generation.translation import translate_texts
 
 
 class GenerationMixin:
@@ -234,24 +222,14 @@ class GenerationMixin:
         if max_length is None:
             max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
         cut = cut_to_longest_source(source, self.longest_source)
-        generated = self._generate(
-            cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids
+        generated = generate_ids(
+            self, cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids
         )
         if not return_attention_scores:
             return generated
         alignments = generated_alignments(self, cut, generated, max_length)
         padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
         return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
-
-    def _generate(self, source, max_length, sampler, batch_size, row_bounds=False, **settings):
-        """Runs the kept generator of these settings on int32 source ids."""
-        generator, key = get_generator(self, max_length, sampler, row_bounds=row_bounds, **settings)
-        try:
-            return generator.generate(source, batch_size)
-        except BaseException:
-            # A call that raised may leave a broken compiled function behind: keep nothing.
-            self.generators.discard(key)
-            raise
 
     def translate(
         self,
@@ -300,70 +278,10 @@ class GenerationMixin:
             One string per text; with a sampler that returns all beams, one n-best list of
             `(string, score)` per text.
         """
-        vocabularies = {}
-        for side, vocabulary, size in (
-            ("source", source_vocabulary, self.source_vocabulary_size),
-            ("target", target_vocabulary, self.target_vocabulary_size),
-        ):
-            if vocabulary is None:
-                vocabulary = getattr(self, f"{side}_vocabulary", None)
-                if vocabulary is None:
-                    raise ValueError(
-                        f"Invalid value for argument {side}_vocabulary. Expected a vocabulary: "
-                        "the model has none (see set_vocabularies). "
-                        f"Received: {side}_vocabulary=None"
-                    )
-            check_vocabulary_size(side, vocabulary, size)
-            vocabularies[side] = vocabulary
-        texts = check_texts("texts", texts)
-        batch_size = check_integer("batch_size", batch_size)
-        verbose = check_integer("verbose", verbose, minimum=0, maximum=2)
-        progress = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="text")
-        rows = [vocabularies["source"].encode(t) for t in texts]
-        longest = self.longest_source
-        for i, row in enumerate(rows if longest is not None else ()):
-            if len(row) > longest:
-                raise ValueError(
-                    f"Invalid value for argument texts: texts[{i}] has {len(row)} source "
-                    f"tokens, past the {longest} source positions the model's attention "
-                    f"scores (max_source_length). Received: texts[{i}]={texts[i]!r:.100}"
-                )
-        if max_length is None:  # each text's own bound
-            bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
-            # One generator whose length holds every text's bound, each row ending at its
-            # own bound inside it: one compiled function per source shape, kept for the next
-            # call (per-batch bounds would each compile a generator of their own).
-            bound = length_bucket(bounds.max(initial=1))
-        else:
-            bound = check_integer("max_length", max_length)
-            bounds = np.full(len(rows), bound, "int64")
-        results = [None] * len(rows)
-        decode = vocabularies["target"].decode
-        plan = length_sorted_batches(
-            [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
-        )
-        for indices, length in plan:
-            # The padding stops at the attention's longest source (the tokens are within it).
-            length = length if longest is None else min(length, longest)
-            source = np.zeros((len(indices), length), "int32")
-            for row, i in enumerate(indices):
-                source[row, : len(rows[i])] = rows[i]
-            generated = self._generate(
-                source, bound, sampler, batch_size, row_bounds=max_length is None, **kwargs
-            )
-            cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
-            if isinstance(generated, tuple):  # every beam, with its score
-                ids, scores = generated
-                ids = np.where(cut[:, None, :], 0, ids)
-                for i, beams, beam_scores in zip(indices, ids, scores, strict=True):
-                    results[i] = [
-                        (decode(b), float(s)) for b, s in zip(beams, beam_scores, strict=True)
-                    ]
-            else:
-                for i, ids in zip(indices, np.where(cut, 0, generated), strict=True):
-                    results[i] = decode(ids)
-            progress.add(len(indices))
-        return results
+        return translate_texts(
+            self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
+            tokens_per_batch, verbose, **kwargs,
+        )  # fmt: skip
 
     def generator(self, max_length, sampler=None, stop_token_ids="auto"):
         """The `keras.Model` from source ids to generated target ids that `generate` runs,
@@ -434,79 +352,6 @@ class GenerationMixin:
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
                 `stop_token_ids`.
         """
-        if text not in (True, False):
-            raise ValueError(
-                f"Invalid value for argument text: expected True or False. Received: text={text!r}"
-            )
-        if text:
-            check_text_export(self, format)
-        if source_length is not None:
-            source_length = check_integer("source_length", source_length, minimum=1)
-            if text:
-                raise ValueError(
-                    "Invalid value for argument source_length: a text SavedModel takes texts "
-                    f"of any length. Received: source_length={source_length} with text=True"
-                )
-        elif is_unrolled(format):
-            raise ValueError(
-                f"Invalid value for argument source_length: format={format!r} (from "
-                f"{keras.backend.backend()}) takes sources "
-                "of one length (the encoder's loop is unrolled over it): give the longest to "
-                "serve, and pad shorter sources with 0. Received: source_length=None"
-            )
-        check_export_format(format)
-        generator, _ = get_generator(self, max_length, **kwargs)
-        if format != "tf_saved_model":
-            check_loop_sampler(generator.sampler, format)
-        generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
-
-        options = {}
-        if keras.backend.backend() == "jax" and format == "tf_saved_model":
-            # No gradients in a serving artifact: with them, jax2tf would trace the loop's
-            # reverse mode, which a while loop has none of (beam scores are float outputs).
-            options["jax2tf_kwargs"] = {"with_gradient": False}
-        contexts = []  # what the loops are traced within
-        if format in ("onnx", "litert") and keras.backend.backend() == "tensorflow":
-            contexts.append(portable_writes)
-        if is_unrolled(format):
-            contexts.append(unrolled)
-        input_signature = [keras.InputSpec(shape=(None, source_length), dtype="int32")]
-
-        def export_ids(path):
-            with contextlib.ExitStack() as stack:
-                for context in contexts:
-                    stack.enter_context(context())
-                if format == "torch":
-                    export_torch_program(generator, path, input_signature)
-                elif format == "onnx" and keras.backend.backend() == "torch":
-                    export_onnx_from_torch(generator, path, input_signature)
-                else:
-                    generator.export(
-                        path,
-                        format=format,
-                        input_signature=input_signature,
-                        verbose=False,
-                        **options,
-                    )
-
-        if text:
-            export_text_saved_model(self, filepath, export_ids)
-        else:
-            export_ids(filepath)
-
-
-def cut_to_longest_source(source, longest):
-    """Source ids `(B, S)` without their padding past `longest` source positions (`None`:
-    any number); a `ValueError` naming `inputs` if a row has tokens past it."""
-    if longest is None or source.shape[1] <= longest:
-        return source
-    rows = np.flatnonzero(np.any(source[:, longest:] != 0, axis=1))
-    if rows.size:
-        row = int(rows[0])
-        end = int(np.flatnonzero(source[row])[-1]) + 1
-        raise ValueError(
-            f"Invalid value for argument inputs: inputs[{row}] has tokens up to position "
-            f"{end}, past the {longest} source positions the model's attention scores "
-            f"(max_source_length). Received: inputs of shape {source.shape}"
+        export_formats.export_generator(
+            self, filepath, max_length, format, text, source_length, **kwargs
         )
-    return source[:, :longest]

@@ -11,14 +11,10 @@ from keras_luong.attention import (
     location_attention,  # noqa: F401
     monotonic_attention,  # noqa: F401
 )
-from keras_luong.attention.alignments import make_attention, registered_alignments
-from keras_luong.attention.protocol import check_attention
+from keras_luong.attention.alignments import make_attention
 from keras_luong.backend.loops import step_call
 from keras_luong.checks import (
     TokenIdChecks,
-    check_integer,
-    check_one_of,
-    check_rate,
     check_token_ids,
     unpack_inputs,
 )
@@ -28,14 +24,12 @@ from keras_luong.decoders.bahdanau_decoder import check_timing
 from keras_luong.generation.generator import sequence_logits, step_logits
 from keras_luong.generation.mixin import GenerationMixin
 from keras_luong.models import scheduled_sampling as scheduled
+from keras_luong.models.arguments import check_arguments
 from keras_luong.models.initializers import dense_arguments, initializer_arguments
 from keras_luong.models.parts import (
-    CELLS,
     MaskCarrier,
     attention_decoder,
     bridge_states,
-    check_bridge,
-    check_encoder_units,
     decoder_cells,
     embedding,
     recurrent_layer,
@@ -222,54 +216,7 @@ class LuongSeq2Seq(
         super().__init__(**kwargs)
         check_timing(attention_timing, input_feeding, output_attention)
         sampling_probability = scheduled.check_arguments(scheduled_sampling, sampling_probability)
-        for name, value in (
-            ("source_vocabulary_size", source_vocabulary_size),
-            ("target_vocabulary_size", target_vocabulary_size),
-            ("units", units),
-            ("embedding_dim", embedding_dim),
-            ("decoder_layers", decoder_layers),
-            ("encoder_layers", encoder_layers),
-        ):
-            check_integer(name, value)
-        check_one_of("encoder_cell", encoder_cell, CELLS)
-        if not isinstance(decoder_cell, str) and decoder_layers != 1:
-            raise ValueError(
-                "A decoder cell given as an object is the whole cell (stack it with "
-                "keras.layers.StackedRNNCells), so decoder_layers must stay 1. "
-                f"Received: decoder_layers={decoder_layers!r}"
-            )
-        check_bridge(
-            bridge, encoder_cell if encoder is None else None, encoder_layers,
-            decoder_cell, decoder_layers,
-        )  # fmt: skip
-        if share_embeddings and source_vocabulary_size != target_vocabulary_size:
-            raise ValueError(
-                "share_embeddings=True uses one embedding matrix for both sides, so both "
-                "vocabularies must have one size. Received: "
-                f"source_vocabulary_size={source_vocabulary_size}, "
-                f"target_vocabulary_size={target_vocabulary_size}"
-            )
-        check_rate("dropout", dropout)
-        check_rate("attention_dropout", attention_dropout)
-        if isinstance(alignment, str):
-            check_one_of("alignment", alignment, registered_alignments())
-        else:
-            check_attention(alignment, "alignment")
-        if attention_arguments is not None and not isinstance(attention_arguments, dict):
-            raise ValueError(
-                "Invalid value for argument attention_arguments. Expected a dict of the "
-                "attention layer's arguments. "
-                f"Received: attention_arguments={attention_arguments!r}"
-            )
-        for name, value in (("start_token", start_token), ("end_token", end_token)):
-            if check_integer(name, value) >= target_vocabulary_size:
-                raise ValueError(
-                    f"Invalid value for argument {name}. Expected a target id in "
-                    f"[1, target_vocabulary_size={target_vocabulary_size}). "
-                    f"Received: {name}={value!r}"
-                )
-        if encoder is None:
-            check_encoder_units(units, bidirectional)
+        check_arguments(**locals())
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.units = units

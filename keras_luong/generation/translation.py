@@ -1,0 +1,81 @@
+"""`GenerationMixin.translate`: texts in, texts out, decoded in batches sorted by length, each
+text with its own length bound."""
+
+import keras
+import numpy as np
+
+from keras_luong.checks import check_integer, check_texts
+from keras_luong.data.batching import length_sorted_batches
+from keras_luong.data.vocabulary_assets import check_vocabulary_size
+from keras_luong.generation.generator import default_max_length, generate_ids, length_bucket
+
+
+def translate_texts(
+    model, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
+    tokens_per_batch, verbose, **kwargs,
+):  # fmt: skip
+    """See `GenerationMixin.translate`."""
+    vocabularies = {}
+    for side, vocabulary, size in (
+        ("source", source_vocabulary, model.source_vocabulary_size),
+        ("target", target_vocabulary, model.target_vocabulary_size),
+    ):
+        if vocabulary is None:
+            vocabulary = getattr(model, f"{side}_vocabulary", None)
+            if vocabulary is None:
+                raise ValueError(
+                    f"Invalid value for argument {side}_vocabulary. Expected a vocabulary: "
+                    "the model has none (see set_vocabularies). "
+                    f"Received: {side}_vocabulary=None"
+                )
+        check_vocabulary_size(side, vocabulary, size)
+        vocabularies[side] = vocabulary
+    texts = check_texts("texts", texts)
+    batch_size = check_integer("batch_size", batch_size)
+    verbose = check_integer("verbose", verbose, minimum=0, maximum=2)
+    progress = keras.utils.Progbar(len(texts), verbose=verbose, unit_name="text")
+    rows = [vocabularies["source"].encode(t) for t in texts]
+    longest = model.longest_source
+    for i, row in enumerate(rows if longest is not None else ()):
+        if len(row) > longest:
+            raise ValueError(
+                f"Invalid value for argument texts: texts[{i}] has {len(row)} source "
+                f"tokens, past the {longest} source positions the model's attention "
+                f"scores (max_source_length). Received: texts[{i}]={texts[i]!r:.100}"
+            )
+    if max_length is None:  # each text's own bound
+        bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
+        # One generator whose length holds every text's bound, each row ending at its
+        # own bound inside it: one compiled function per source shape, kept for the next
+        # call (per-batch bounds would each compile a generator of their own).
+        bound = length_bucket(bounds.max(initial=1))
+    else:
+        bound = check_integer("max_length", max_length)
+        bounds = np.full(len(rows), bound, "int64")
+    results = [None] * len(rows)
+    decode = vocabularies["target"].decode
+    plan = length_sorted_batches(
+        [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
+    )
+    for indices, length in plan:
+        # The padding stops at the attention's longest source (the tokens are within it).
+        length = length if longest is None else min(length, longest)
+        source = np.zeros((len(indices), length), "int32")
+        for row, i in enumerate(indices):
+            source[row, : len(rows[i])] = rows[i]
+        generated = generate_ids(
+            model, source, bound, sampler, batch_size, row_bounds=max_length is None, **kwargs
+        )
+        cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
+        if isinstance(generated, tuple):  # every beam, with its score
+            ids, scores = generated
+            ids = np.where(cut[:, None, :], 0, ids)
+            for i, beams, beam_scores in zip(indices, ids, scores, strict=True):
+                results[i] = [
+                    (decode(b), float(s)) for b, s in zip(beams, beam_scores, strict=True)
+                ]
+        else:
+            for i, ids in zip(indices, np.where(cut, 0, generated), strict=True):
+                results[i] = decode(ids)
+        progress.add(len(indices))
+    return results
