@@ -1,6 +1,7 @@
 """The package's layout as DESIGN.md draws it: packages by concern on floors, imports running
 downward only (a module imports its own package or the floors below it; only the command
-lines use the package's public face), no import circle between modules, and no module over 400 lines."""
+lines use the package's public face), no import circle between modules, and no module over
+400 lines."""
 
 import ast
 import collections
