@@ -178,6 +178,50 @@ def test_an_unpadded_batch_reaches_keras_without_the_mask_it_carries():
         assert_allclose(a, b, atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.skipif(BACKEND != "torch", reason="the eager loop runs on torch only")
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_eager_loop_is_the_cpus_and_a_gpu_gets_keras_masked_layer(monkeypatch, device):
+    """On a GPU (the device query patched: these machines have none) a padded batch goes to
+    Keras' own masked LSTM with its right-padded mask (cuDNN there); on a CPU to the loop of
+    `lstm_sequence`. The outputs and the gradients are the same either way."""
+    monkeypatch.setattr(masked_lstm, "on_cpu", lambda x: device == "cpu")
+    layer = encoder(True)
+    mask = ops.convert_to_tensor(SORTED_MASK)  # right-padded, as BucketedBatches pads
+    seen = []
+    call = layer.forward_layer.call
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("mask") is not None)
+        return call(*args, **kwargs)
+
+    layer.forward_layer.call = spy
+    weights = [random(tuple(x.shape), seed=i + 2) for i, x in enumerate(layer(INPUTS, mask=MASK))]
+    seen.clear()
+
+    def loss(outputs):
+        return sum(
+            ops.sum(o * ops.convert_to_tensor(w)) for o, w in zip(outputs, weights, strict=True)
+        )
+
+    class Keras(keras.layers.Layer):
+        def call(self, x):
+            return layer(x, mask=mask)
+
+    class RunEncoder(keras.layers.Layer):
+        def call(self, x):
+            return run_encoder(layer, x, mask)
+
+    expected_variables, (expected_inputs,) = gradients(_wrap(Keras(), layer), loss, [INPUTS])
+    seen.clear()
+    got_variables, (got_inputs,) = gradients(_wrap(RunEncoder(), layer), loss, [INPUTS])
+    assert seen == ([] if device == "cpu" else [True])  # Keras' masked layer, on a GPU only
+    for a, b in zip(got_variables, expected_variables, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got_inputs, expected_inputs, atol=1e-5, rtol=1e-5)
+    for a, b in zip(run_encoder(layer, INPUTS, mask), layer(INPUTS, mask=mask), strict=True):
+        assert_allclose(a, b, atol=1e-6, rtol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_the_cell_loop_for_export_equals_keras_masked_layers(kind, bidirectional):

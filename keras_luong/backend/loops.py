@@ -105,7 +105,8 @@ def torch_compiling():
     values, which breaks dynamo's graph at every read, and the frames after each break are
     compiled apart with guards on the shapes of their arguments' lists."""
     torch = sys.modules.get("torch")  # imported by Keras' torch backend, never here
-    return torch is not None and torch.compiler.is_compiling()
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return compiling is not None and compiling()
 
 
 def eager_torch(*tensors):
@@ -117,6 +118,13 @@ def eager_torch(*tensors):
         and not torch_compiling()
         and not any(keras.backend.is_keras_tensor(x) for x in keras.tree.flatten(tensors))
     )
+
+
+def on_cpu(x):
+    """Whether the tensor `x` lives in the host's memory (a CPU), not an accelerator's: the
+    eager fast paths that replace Keras' fused kernels are the CPU's alone (on a GPU, Keras
+    takes cuDNN for an LSTM or GRU with a right-padded mask)."""
+    return getattr(getattr(x, "device", None), "type", "cpu") == "cpu"
 
 
 def _values_known(mask):

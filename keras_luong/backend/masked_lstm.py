@@ -7,13 +7,14 @@ layer's own weights: the input projection once for all steps, then per step one 
 gates, and, at a step that some row pads, the mask's `where` (a padded step keeps the states;
 its output is zero where Keras' is, in a `Bidirectional`, or the last output). A batch with
 no padding goes to Keras' own unmasked path. Layers this does not cover (other activations,
-dropout in training, mixed precision, a subclass) are called as they are.
+dropout in training, mixed precision, a subclass) are called as they are, and so is every
+layer on a GPU, where Keras takes cuDNN for a right-padded mask.
 """
 
 import keras
 from keras import ops
 
-from keras_luong.backend.loops import eager_torch, same_class, step_keeps, unrolling
+from keras_luong.backend.loops import eager_torch, on_cpu, same_class, step_keeps, unrolling
 
 
 def run_encoder(encoder, inputs, mask, training=None):
@@ -28,8 +29,9 @@ def run_encoder(encoder, inputs, mask, training=None):
             return cell_loop(encoder, inputs, mask, training)
         if mask is None:
             mask = ops.ones(ops.shape(inputs)[:2], "bool")
-    elif layers is None or not eager_torch(inputs):
-        # Compiled backends run Keras' loop as one scan: nothing to gain there.
+    elif layers is None or not eager_torch(inputs) or not on_cpu(inputs):
+        # Compiled backends run Keras' loop as one scan: nothing to gain there. On a GPU,
+        # Keras runs a right-padded mask (`BucketedBatches` pads on the right) in cuDNN.
         return encoder(inputs, mask=mask, training=training)
     elif mask is None or bool(ops.all(mask)):
         # No padding: Keras' unmasked path (its fused kernel: cuDNN on a GPU, a loop of torch

@@ -14,22 +14,6 @@ DEEP_OUTPUTS = ("maxout", "tanh")
 
 
 # A model's `attention_timing`: Luong's decoder, or Bahdanau's.
-TIMINGS = ("luong", "bahdanau")
-
-
-def check_timing(attention_timing, input_feeding, output_attention):
-    """Refuses an `attention_timing` not in `TIMINGS`, and Luong's `input_feeding` and
-    `output_attention` changed with Bahdanau's (its decoder has neither choice)."""
-    check_one_of("attention_timing", attention_timing, TIMINGS)
-    if attention_timing == "bahdanau" and not (input_feeding and output_attention):
-        raise ValueError(
-            "input_feeding and output_attention choose how Luong's decoder uses h̃; "
-            "Bahdanau's decoder always feeds the context to its LSTM and outputs its deep "
-            f"output. Received: attention_timing='bahdanau', input_feeding={input_feeding!r}, "
-            f"output_attention={output_attention!r}"
-        )
-
-
 @keras.saving.register_keras_serializable(package="keras_luong")
 class BahdanauCell(AttentionCell):
     """One decoding step of Bahdanau, Cho and Bengio (2015): attend with the previous state,

@@ -129,13 +129,14 @@ class Seq2SeqGenerator(keras.Model):
         return np.zeros((0, self.max_length), "int32")
 
 
-def start_decoding(model, source, beams=1):
+def start_decoding(model, source, beams=1, training=None):
     """`(memory, states, value_mask)` to decode `source` `(B, S)` from, for a model that has
     `encode`, `decoder.prepare` and `decoder.get_initial_state` (the generation contract): the
     states one row per source (the sampler repeats them per beam), the memory and its mask one
-    row per source and beam."""
+    row per source and beam. Scheduled sampling starts its training loop here too
+    (`training=True`)."""
     batch = ops.shape(source)[0]
-    value, value_mask, cell_states = model.encode(source)
+    value, value_mask, cell_states = model.encode(source, training=training)
     memory = model.decoder.prepare(value, value_mask)
     # One state per source, made from a memory of one row per source (the attention's
     # `get_initial_state` gets the rows of the memory it is given); the sampler repeats

@@ -22,8 +22,6 @@ from keras import ops
 from keras_luong.backend.loops import take_along_rows
 from keras_luong.backend.masked_lstm import run_encoder
 from keras_luong.checks import check_integer, check_one_of, check_rate
-from keras_luong.decoders.bahdanau_decoder import BahdanauDecoder
-from keras_luong.decoders.luong_decoder import LuongDecoder
 from keras_luong.models.initializers import initializer_arguments, recurrent_arguments
 
 CELLS = ("lstm", "gru")
@@ -326,19 +324,3 @@ def decoder_cells(cell, units, layers, dtype, initializer=None, dropout=0.0):
         for index in range(layers)
     ]
     return keras.layers.StackedRNNCells(cells, dtype=dtype) if layers > 1 else cells[0]
-
-
-def attention_decoder(
-    cell, attention, timing, units, dtype, input_feeding=True, output_attention=True
-):
-    """A decoder around `cell` and `attention`: Luong's (`timing="luong"`) or Bahdanau's."""
-    if timing == "luong":
-        return LuongDecoder(
-            cell,
-            attention,
-            input_feeding=input_feeding,
-            output_attention=output_attention,
-            dtype=dtype,
-            name="decoder",
-        )
-    return BahdanauDecoder(cell, attention, units=units, dtype=dtype, name="decoder")

@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
+from keras_luong.generation.generator import start_decoding
 
 MODES = ("argmax", "sample")
 
@@ -46,10 +47,8 @@ def scheduled_logits(model, source, target_in, training):
     if not model.built:  # build the layers outside the loop: weights made in a JAX scan leak
         model((source[:1], target_in[:1]))
     decoder = model.decoder
-    value, value_mask, cell_states = model.encode(source, training=training)
-    memory = decoder.prepare(value, value_mask)
+    memory, states, _ = start_decoding(model, source, training=training)
     batch, steps = ops.shape(target_in)[0], ops.shape(target_in)[1]
-    states = decoder.get_initial_state(batch, cell_states, memory)
 
     seed = model.sampling_seed
     vocabulary = model.target_vocabulary_size

@@ -20,7 +20,7 @@ from keras_luong.checks import (
 )
 from keras_luong.data.token_ids import known_ids
 from keras_luong.data.vocabulary_assets import VocabularyAssetsMixin
-from keras_luong.decoders.bahdanau_decoder import check_timing
+from keras_luong.decoders.timings import check_timing, make_decoder
 from keras_luong.generation.generator import sequence_logits, step_logits
 from keras_luong.generation.mixin import GenerationMixin
 from keras_luong.models import scheduled_sampling as scheduled
@@ -28,7 +28,6 @@ from keras_luong.models.arguments import check_arguments
 from keras_luong.models.initializers import dense_arguments, initializer_arguments
 from keras_luong.models.parts import (
     MaskCarrier,
-    attention_decoder,
     bridge_states,
     decoder_cells,
     embedding,
@@ -308,7 +307,7 @@ class LuongSeq2Seq(
             )
         self.decoder_cell = decoder_cell if isinstance(decoder_cell, str) else None
         cell = decoder_cells(decoder_cell, units, decoder_layers, dtype, init, dropout)
-        self.decoder = attention_decoder(
+        self.decoder = make_decoder(
             cell, attention, attention_timing, units, dtype,
             input_feeding=input_feeding, output_attention=output_attention,
         )  # fmt: skip
