@@ -450,7 +450,8 @@ def test_eager_step_is_the_one_step_call(score_mode, use_scale, attentional_unit
 def test_eager_step_only_where_it_computes_attend():
     """`eager_step` is `None` (the layer's call attends) for the scores that are not a dot
     with the keys, attention dropout in training, another compute dtype, and a subclass
-    (whose `attend` may differ); on torch it is there for dot and general otherwise."""
+    that overrides a method it replaces; on torch it is there for dot and general otherwise,
+    a subclass that keeps those methods included, with the call's values."""
     query, value = random((B, D), seed=3), random((B, S, D), seed=4)
 
     def step(score_mode="general", cls=GlobalAttention, training=None, **kwargs):
@@ -461,6 +462,10 @@ def test_eager_step_only_where_it_computes_attend():
     class Subclass(GlobalAttention):
         pass
 
+    class OwnAttend(GlobalAttention):
+        def attend(self, *args, **kwargs):
+            return super().attend(*args, **kwargs)
+
     on_torch = keras.backend.backend() == "torch"
     assert (step() is not None) == on_torch
     assert (step("dot", dropout=0.5) is not None) == on_torch  # not training
@@ -468,4 +473,10 @@ def test_eager_step_only_where_it_computes_attend():
     assert step("concat") is None
     assert step("location") is None
     assert step(dtype="mixed_float16") is None
-    assert step(cls=Subclass) is None
+    assert (step(cls=Subclass) is not None) == on_torch
+    assert step(cls=OwnAttend) is None
+    if on_torch:  # the subclass's fast step gives its call's output
+        layer = Subclass(score_mode="general", max_source_length=S)
+        expected = layer(query, value)
+        output, _ = layer.eager_step(layer.prepare(value))(keras.ops.convert_to_tensor(query))
+        assert_allclose(output, expected, atol=1e-6)

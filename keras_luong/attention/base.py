@@ -13,6 +13,7 @@ from keras import ops
 
 from keras_luong.attention import scores
 from keras_luong.attention.protocol import AttentionProtocol
+from keras_luong.backend.ops import project
 from keras_luong.checks import (
     MASKED_SCORE,
     check_floating,
@@ -226,7 +227,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         """The keys the score mode scores against, once per source: `value @ key_kernel`
         where the mode has a `key_kernel` (`W_a h̄_s` for `"general"`, `W_k h̄_s` for
         `"concat"`), else the states themselves."""
-        return value if self.key_kernel is None else scores.project(value, self.key_kernel)
+        return value if self.key_kernel is None else project(value, self.key_kernel)
 
     # -- the pieces subclasses put together -------------------------------------------------
 
@@ -282,7 +283,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         if not self.attentional_units:
             return context
         return self.attentional_activation(
-            scores.project(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
+            project(ops.concatenate([context, query], axis=-1), self.attentional_kernel)
         )
 
     def attend(

@@ -4,9 +4,13 @@ from keras import ops
 from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.base import BaseLuongAttention
 from keras_luong.attention.protocol import Attended
-from keras_luong.attention.scores import dot_score, project, score_mode
-from keras_luong.backend.loops import eager_torch, same_class
+from keras_luong.attention.scores import dot_score, score_mode
+from keras_luong.backend.loops import eager_torch, own_methods
+from keras_luong.backend.ops import project
 from keras_luong.checks import MASKED_SCORE, check_integer
+
+# The methods whose work `GlobalAttention.eager_step` does in one function.
+EAGER_STEP_REPLACES = ("attend", "score", "masked_softmax", "combine", "attentional_state")
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -179,8 +183,9 @@ class GlobalAttention(BaseLuongAttention):
         share of a step's time: the keys are transposed and the mask turned into an additive
         score once per sequence, and a step is four tensor products, a softmax and the
         activation, without the call's argument checks and conversions. It is there for the
-        `"dot"` and `"general"` scores in float32 without attention dropout in training, on
-        this class itself (a subclass's `attend` may differ), for tensors of eager torch. The
+        `"dot"` and `"general"` scores in float32 without attention dropout in training, for a
+        layer whose methods it replaces (`EAGER_STEP_REPLACES`) are this class's own (a
+        subclass that overrides one gets its own called), for tensors of eager torch. The
         values are the call's: a masked position has `MASKED_SCORE` added to its score where
         `attend` puts it in its place, and both give it exactly zero weight.
 
@@ -190,7 +195,7 @@ class GlobalAttention(BaseLuongAttention):
         """
         entry = self._score_entry
         if (
-            not same_class(self, GlobalAttention)
+            not own_methods(self, GlobalAttention, *EAGER_STEP_REPLACES)
             or not eager_torch(memory["value"])
             or entry.score is not dot_score
             or entry.reads_state

@@ -4,8 +4,8 @@ from keras import ops
 from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.base import BaseLuongAttention
 from keras_luong.attention.protocol import Attended
-from keras_luong.attention.scores import project
 from keras_luong.attention.windows import gather_window, gaussian
+from keras_luong.backend.ops import project
 from keras_luong.checks import check_integer, check_number, check_one_of, check_step
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".

@@ -3,7 +3,8 @@ from keras import ops
 
 from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.base import BaseLuongAttention
-from keras_luong.attention.scores import additive_score, project, score_mode
+from keras_luong.attention.scores import additive_score, score_mode
+from keras_luong.backend.ops import project
 from keras_luong.checks import check_integer
 
 

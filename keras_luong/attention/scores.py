@@ -17,8 +17,9 @@ where `"concat"` scores `v_a · tanh(W_q h_t + W_k h̄_s)`, `v_a` being its `sco
 
 import inspect
 
-import keras
 from keras import ops
+
+from keras_luong.backend.ops import batched_dot, project
 
 
 class ScoreMode:
@@ -113,10 +114,7 @@ def dot_score(layer, query, keys):
     """
     if len(keys.shape) == 4:
         return ops.einsum("btd,btwd->btw", query, keys)
-    if keras.backend.backend() == "torch":
-        # The same batched matmul as torch's einsum, without its equation parsing per step.
-        return ops.matmul(query, ops.swapaxes(keys, -1, -2))
-    return ops.einsum("btd,bsd->bts", query, keys)
+    return batched_dot(query, keys)
 
 
 def general_weights(layer, query_dim, value_dim):
@@ -159,22 +157,3 @@ LUONG_SCORES = {
     "general": ScoreMode(dot_score, general_weights, general_query_side),
     "concat": ScoreMode(concat_score, concat_weights),
 }
-
-
-def project(x, kernel):
-    """`x @ kernel` over the last axis of `x` (a kernel of rank 2, or 1 for a dot product),
-    as one 2-D matmul between two reshapes. Not `ops.matmul` on `x` itself: on TensorFlow a
-    matmul of rank 3 by rank 2 is a `tensordot`, whose gradient inside a loop does not compile
-    with XLA (its transpose permutation is carried from the forward loop and is no longer a
-    constant); nor an einsum with an ellipsis, which TensorFlow without XLA runs ~10x slower.
-    On torch, whose matmul folds the leading axes itself (the same 2-D matmul), the two
-    reshapes would only add Keras' per-call cost (a decoding step makes several)."""
-    kernel = ops.cast(kernel, x.dtype)  # float32 where float16 scores are computed in float32
-    if keras.backend.backend() == "torch":
-        return ops.matmul(x, kernel)
-    vector = len(kernel.shape) == 1
-    if vector:
-        kernel = ops.expand_dims(kernel, -1)
-    leading = ops.shape(x)[:-1]
-    y = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)
-    return ops.reshape(y, leading) if vector else ops.reshape(y, (*leading, kernel.shape[1]))

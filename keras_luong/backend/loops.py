@@ -58,12 +58,12 @@ def take_along_rows(x, indices):
     return take_rows(ops.reshape(x, (-1, *x.shape[2:])), indices + offsets)
 
 
-def same_class(obj, cls):
-    """Whether `obj`'s class is `cls` itself (no subclass), also while `torch.export` traces:
-    it calls each module through a proxy whose class subclasses the module's own and takes
-    its name, and adds nothing of its own."""
+def own_methods(obj, cls, *names):
+    """Whether `obj` is a `cls` whose methods `names` are `cls`'s own: what a fast path that
+    replaces those methods asks of an object, so that a subclass keeping them keeps the fast
+    path, and one that overrides any of them gets its own methods called."""
     kind = type(obj)
-    return kind is cls or (kind.__bases__[-1:] == (cls,) and kind.__qualname__ == cls.__qualname__)
+    return isinstance(obj, cls) and all(getattr(kind, name) is getattr(cls, name) for name in names)
 
 
 def predraw_cell_dropout(cell, inputs_like, states, training):

@@ -7,14 +7,14 @@ layer's own weights: the input projection once for all steps, then per step one 
 gates, and, at a step that some row pads, the mask's `where` (a padded step keeps the states;
 its output is zero where Keras' is, in a `Bidirectional`, or the last output). A batch with
 no padding goes to Keras' own unmasked path. Layers this does not cover (other activations,
-dropout in training, mixed precision, a subclass) are called as they are, and so is every
-layer on a GPU, where Keras takes cuDNN for a right-padded mask.
+dropout in training, mixed precision, a subclass with its own `call`) are called as they are,
+and so is every layer on a GPU, where Keras takes cuDNN for a right-padded mask.
 """
 
 import keras
 from keras import ops
 
-from keras_luong.backend.loops import eager_torch, on_cpu, same_class, step_keeps, unrolling
+from keras_luong.backend.loops import eager_torch, on_cpu, own_methods, step_keeps, unrolling
 
 
 def run_encoder(encoder, inputs, mask, training=None):
@@ -58,7 +58,7 @@ def _lstm_layers(encoder, training):
 
 
 def _covered(layer, training):
-    if not same_class(layer, keras.layers.LSTM) or not layer.built:
+    if not own_methods(layer, keras.layers.LSTM, "call", "inner_loop") or not layer.built:
         return False
     return (
         layer.return_sequences
@@ -71,7 +71,7 @@ def _covered(layer, training):
 def plain_lstm_cell(cell, training):
     """Whether `cell` is a built Keras `LSTMCell` whose step `lstm_gates` computes: tanh and
     sigmoid, its variables in its compute dtype, no dropout to draw in `training`."""
-    if not same_class(cell, keras.layers.LSTMCell) or not cell.built:
+    if not own_methods(cell, keras.layers.LSTMCell, "call") or not cell.built:
         return False
     policy = cell.dtype_policy
     return (

@@ -4,8 +4,8 @@ the context fed into the RNN with the previous word, and a deep output layer."""
 import keras
 from keras import ops
 
-from keras_luong.attention import scores
 from keras_luong.backend.loops import step_call
+from keras_luong.backend.ops import project
 from keras_luong.checks import check_integer, check_one_of
 from keras_luong.decoders.attention_cell import AttentionCell, flat_sizes
 from keras_luong.decoders.luong_decoder import AttentionDecoder
@@ -164,7 +164,7 @@ class BahdanauCell(AttentionCell):
 
     def deep(self, features):
         """The deep output `o_t` of `[s_t; c_t; x_t]`."""
-        pre = scores.project(features, self.output_kernel)
+        pre = project(features, self.output_kernel)
         pre = pre + ops.cast(self.output_bias, pre.dtype)
         if self.deep_output == "tanh":
             return ops.tanh(pre)

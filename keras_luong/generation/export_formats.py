@@ -11,10 +11,10 @@ from keras import ops
 
 from keras_luong import samplers
 from keras_luong.backend.loops import unrolled
+from keras_luong.backend.ops import portable_writes
 from keras_luong.checks import check_integer
 from keras_luong.generation.generator import get_generator
 from keras_luong.generation.text_export import check_text_export, export_text_saved_model
-from keras_luong.samplers.base import portable_writes
 
 # The formats `export_generator` writes, and the backends each is written from.
 EXPORT_FORMATS = {

@@ -18,7 +18,8 @@ import numpy as np
 from keras import ops
 
 from keras_luong import samplers
-from keras_luong.backend.loops import same_class, step_call
+from keras_luong.backend.loops import step_call
+from keras_luong.backend.ops import dense_rows, plain_float32_dense
 from keras_luong.checks import MASKED_SCORE, check_integer
 from keras_luong.samplers import pad_after_end
 
@@ -222,28 +223,8 @@ def sequence_logits(dense, sequence):
     and sums their gradient in another (`benchmarks/output_layer.py --other separate-bias`).
     """
     batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
-    rows = ops.reshape(sequence, (-1, sequence.shape[-1]))
-    if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
-        ones = ops.ones_like(rows[:, :1])
-        kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)
-        logits = ops.matmul(ops.concatenate([rows, ones], axis=-1), kernel)
-    else:
-        logits = dense(rows)
+    logits = dense_rows(dense, ops.reshape(sequence, (-1, sequence.shape[-1])))
     return ops.reshape(logits, (batch, steps, logits.shape[-1]))
-
-
-def plain_float32_dense(dense):
-    """Whether `dense` is a built float32 `Dense` (not a subclass) with a bias, no activation
-    and no quantisation: its output is `x @ dense.kernel + dense.bias`, which can then be
-    computed from its weights directly."""
-    return (
-        same_class(dense, keras.layers.Dense)
-        and dense.built
-        and dense.use_bias
-        and dense.activation is keras.activations.linear
-        and dense.quantization_mode is None
-        and dense.compute_dtype == dense.variable_dtype == "float32"
-    )
 
 
 def step_logits(dense, attentional, logits_bias=None):

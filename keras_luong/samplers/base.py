@@ -1,12 +1,9 @@
 """The base of keras-luong's samplers: the decoding loop in keras-hub's call convention."""
 
-import contextlib
-import contextvars
-
-import keras
 from keras import ops
 
 from keras_luong.backend.loops import unrolling
+from keras_luong.backend.ops import write_column
 from keras_luong.checks import check_integer, check_number
 from keras_luong.samplers.ngrams import mask_repeated_ngrams
 
@@ -134,20 +131,6 @@ class Sampler:
         return cls(**config)
 
 
-_PORTABLE_WRITES = contextvars.ContextVar("portable_writes", default=False)
-
-
-@contextlib.contextmanager
-def portable_writes():
-    """Within it, `write_column` writes by a select against the positions: an op that every
-    export format holds, where the XLA update slice it is elsewhere has no ONNX counterpart."""
-    token = _PORTABLE_WRITES.set(True)
-    try:
-        yield
-    finally:
-        _PORTABLE_WRITES.reset(token)
-
-
 def decoding_loop(cond, body, loop_vars, steps):
     """`ops.while_loop(cond, body, loop_vars, maximum_iterations=steps)`; within
     `loops.unrolled` (traced for `torch.export` or LiteRT), `body` applied `steps` times,
@@ -167,17 +150,6 @@ def decoding_loop(cond, body, loop_vars, steps):
     for _ in range(steps):
         loop_vars = body(*loop_vars)
     return loop_vars
-
-
-def write_column(prompt, index, column):
-    """`prompt` `(rows, length)` with `column` `(rows,)` written at position `index` (a
-    scalar tensor). A dynamic update slice where the loop is compiled; on eager torch, where
-    Keras' `slice_update` with a tensor index builds index tensors at every step, and within
-    `portable_writes`, a select against the positions (the same result)."""
-    if keras.backend.backend() == "torch" or _PORTABLE_WRITES.get():
-        positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
-        return ops.where(positions[None] == index, column[:, None], prompt)
-    return ops.slice_update(prompt, [0, index], column[:, None])
 
 
 def pad_after_end(ids, stop_token_ids):

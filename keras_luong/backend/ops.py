@@ -1,0 +1,92 @@
+"""The backend fast paths of single operations, one function each: the layers, samplers and
+generator call these by name, and the choice of a backend's kernel stays here. Each says
+what it earns and the benchmark that measured it; every other backend takes the general
+`keras.ops` form."""
+
+import contextlib
+import contextvars
+
+import keras
+from keras import ops
+
+from keras_luong.backend.loops import own_methods
+
+
+def project(x, kernel):
+    """`x @ kernel` over the last axis of `x` (a kernel of rank 2, or 1 for a dot product),
+    as one 2-D matmul between two reshapes. Not `ops.matmul` on `x` itself: on TensorFlow a
+    matmul of rank 3 by rank 2 is a `tensordot`, whose gradient inside a loop does not compile
+    with XLA (its transpose permutation is carried from the forward loop and is no longer a
+    constant); nor an einsum with an ellipsis, which TensorFlow without XLA runs ~10x slower.
+    On torch, whose matmul folds the leading axes itself (the same 2-D matmul), the two
+    reshapes would only add Keras' per-call cost (a decoding step makes several)."""
+    kernel = ops.cast(kernel, x.dtype)  # float32 where float16 scores are computed in float32
+    if keras.backend.backend() == "torch":
+        return ops.matmul(x, kernel)
+    vector = len(kernel.shape) == 1
+    if vector:
+        kernel = ops.expand_dims(kernel, -1)
+    leading = ops.shape(x)[:-1]
+    y = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)
+    return ops.reshape(y, leading) if vector else ops.reshape(y, (*leading, kernel.shape[1]))
+
+
+def batched_dot(query, keys):
+    """`(B, T, d)` queries against `(B, S, d)` keys: the scores `(B, T, S)`. On torch the
+    same batched matmul as torch's einsum, without its equation parsing at every step."""
+    if keras.backend.backend() == "torch":
+        return ops.matmul(query, ops.swapaxes(keys, -1, -2))
+    return ops.einsum("btd,bsd->bts", query, keys)
+
+
+def dense_rows(dense, rows):
+    """`dense(rows)` for rows `(N, d)`. On torch, a plain float32 `Dense` adds its bias inside
+    the product: the rows get a column of ones and the kernel the bias as its last row, so
+    one matrix product gives `x @ kernel + bias` (as torch's own `Linear` does with `addmm`)
+    and its weight gradient gives the bias's, where Keras' `Dense` adds the bias in a pass
+    over the `(N, V)` logits and sums their gradient in another
+    (`benchmarks/output_layer.py --other separate-bias`)."""
+    if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
+        ones = ops.ones_like(rows[:, :1])
+        kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)
+        return ops.matmul(ops.concatenate([rows, ones], axis=-1), kernel)
+    return dense(rows)
+
+
+def plain_float32_dense(dense):
+    """Whether `dense` is a built float32 `Dense` (its `call` Keras' own) with a bias, no
+    activation and no quantisation: its output is `x @ dense.kernel + dense.bias`, which can
+    then be computed from its weights directly."""
+    return (
+        own_methods(dense, keras.layers.Dense, "call")
+        and dense.built
+        and dense.use_bias
+        and dense.activation is keras.activations.linear
+        and dense.quantization_mode is None
+        and dense.compute_dtype == dense.variable_dtype == "float32"
+    )
+
+
+_PORTABLE_WRITES = contextvars.ContextVar("portable_writes", default=False)
+
+
+@contextlib.contextmanager
+def portable_writes():
+    """Within it, `write_column` writes by a select against the positions: an op that every
+    export format holds, where the XLA update slice it is elsewhere has no ONNX counterpart."""
+    token = _PORTABLE_WRITES.set(True)
+    try:
+        yield
+    finally:
+        _PORTABLE_WRITES.reset(token)
+
+
+def write_column(prompt, index, column):
+    """`prompt` `(rows, length)` with `column` `(rows,)` written at position `index` (a
+    scalar tensor). A dynamic update slice where the loop is compiled; on eager torch, where
+    Keras' `slice_update` with a tensor index builds index tensors at every step, and within
+    `portable_writes`, a select against the positions (the same result)."""
+    if keras.backend.backend() == "torch" or _PORTABLE_WRITES.get():
+        positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
+        return ops.where(positions[None] == index, column[:, None], prompt)
+    return ops.slice_update(prompt, [0, index], column[:, None])
