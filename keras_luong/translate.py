@@ -33,7 +33,17 @@ def main(argv=None):
         "--length-penalty",
         type=float,
         default=1.0,
-        help="beam search's length penalty: scores divided by length ** this (default: 1.0)",
+        help="beam search's length penalty alpha: scores divided by GNMT's "
+        "((5 + length) / 6) ** alpha (default: 1.0)",
+    )
+    parser.add_argument(
+        "--min-length",
+        type=int,
+        default=0,
+        help="tokens a translation has at least before its end token (default: 0)",
+    )
+    parser.add_argument(
+        "--ban-unk", action="store_true", help="never generate the unknown token (id 3)"
     )
     parser.add_argument(
         "--max-length",
@@ -47,6 +57,8 @@ def main(argv=None):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1. Received: {value}")
+    if args.min_length < 0:
+        parser.error(f"--min-length must be at least 0. Received: {args.min_length}")
 
     import keras
 
@@ -59,9 +71,12 @@ def main(argv=None):
     try:
         texts = read_lines("input", args.input)
         model = load_model(keras, args.model)
-        sampler = "greedy"
+        bans = {"min_length": args.min_length, "banned_token_ids": (3,) if args.ban_unk else ()}
+        sampler = keras_luong.GreedySampler(**bans)
         if args.beam > 1:
-            sampler = keras_luong.BeamSearchSampler(args.beam, length_penalty=args.length_penalty)
+            sampler = keras_luong.BeamSearchSampler(
+                args.beam, length_penalty=args.length_penalty, **bans
+            )
         verbose = int(not args.quiet and sys.stderr.isatty())
         with contextlib.redirect_stdout(sys.stderr):  # the progress bar, apart from the text
             translations = model.translate(

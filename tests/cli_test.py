@@ -17,6 +17,7 @@ from keras_luong import (
     BeamSearchSampler,
     BleuCallback,
     BucketedBatches,
+    GreedySampler,
     LuongSeq2Seq,
     SequenceLoss,
     Vocabulary,
@@ -60,8 +61,16 @@ def write_lines(path, lines):
 
 @pytest.mark.parametrize(
     "options, sampler",
-    [([], "greedy"), (["--beam", "3", "--length-penalty", "0.6"], BeamSearchSampler(3, 0.6))],
-    ids=["greedy", "beam"],
+    [
+        ([], "greedy"),
+        (["--beam", "3", "--length-penalty", "0.6"], BeamSearchSampler(3, 0.6)),
+        (["--min-length", "3", "--ban-unk"], GreedySampler(min_length=3, banned_token_ids=(3,))),
+        (
+            ["--beam", "2", "--min-length", "2", "--ban-unk"],
+            BeamSearchSampler(2, 1.0, min_length=2, banned_token_ids=(3,)),
+        ),
+    ],
+    ids=["greedy", "beam", "greedy-bans", "beam-bans"],
 )
 def test_translate_writes_what_translate_returns(saved_model, tmp_path, options, sampler):
     path, model = saved_model
@@ -99,6 +108,7 @@ def test_translate_refuses_bad_input_with_exit_status_2(saved_model, tmp_path, c
         (["--model", source, "--input", source], "cannot load"),
         (["--model", path, "--input", str(tmp_path / "missing.txt")], "does not exist"),
         (["--model", path, "--input", source, "--beam", "0"], "--beam must be at least 1"),
+        (["--model", path, "--input", source, "--min-length", "-1"], "--min-length must be"),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_:

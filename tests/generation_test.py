@@ -406,3 +406,30 @@ def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
     for text, got in zip(texts[:4], first, strict=False):
         bound = int(1.5 * len(text)) + 10
         assert got == model.translate([text], vocabulary, vocabulary, bound)[0]
+
+
+@pytest.mark.parametrize("kind", [GreedySampler, BeamSearchSampler])
+def test_min_length_and_banned_ids_in_generate_against_a_hand_loop(model, kind):
+    """`generate` with a sampler's `min_length` and `banned_token_ids`: no end token before
+    `min_length` tokens, no banned id; greedy's ids are a hand loop's over
+    `next_token_logits` with the same masks (a beam of one is greedy)."""
+    arguments = {"min_length": 3, "banned_token_ids": (3, 5)}
+    sampler = kind(**arguments) if kind is GreedySampler else kind(1, **arguments)
+    ids = model.generate(SOURCE, L, sampler=sampler)
+    memory, states, _ = model.start_decoding(SOURCE)
+    token = np.full((len(SOURCE),), model.start_token, "int32")
+    expected, ended = np.zeros((len(SOURCE), L), "int32"), np.zeros(len(SOURCE), bool)
+    for step in range(L):
+        logits, _, states = model.next_token_logits(token, states, memory, step)
+        logits = to_numpy(logits).astype("float64")
+        logits[:, [0, model.start_token, 3, 5]] = -np.inf
+        if step < 3:
+            logits[:, model.end_token] = -np.inf
+        token = np.argmax(logits, axis=-1).astype("int32")
+        expected[:, step] = np.where(ended, 0, token)
+        ended |= token == model.end_token
+    np.testing.assert_array_equal(ids, expected)
+    assert not np.isin(ids, (3, 5)).any()
+    for row in ids:
+        ends = np.flatnonzero(row == model.end_token)
+        assert ends.size == 0 or ends[0] >= 3

@@ -187,3 +187,57 @@ def test_samplers_say_what_they_need_and_generation_refuses_what_it_cannot_give(
     with pytest.raises(ValueError, match=r"needs \['alignment_map'\], which generation"):
         model.generate(source, 4, sampler=NeedsAnAlignmentMap())
     assert len(model.generators) == 0  # nothing kept
+
+
+@pytest.mark.parametrize("min_length, banned", [(2, ()), (0, (3,)), (2, (3, 5))])
+def test_greedy_min_length_and_banned_ids_against_numpy(min_length, banned):
+    """`GreedySampler(min_length=, banned_token_ids=)`: the hand-made model's argmax step by
+    step in numpy, with the end token masked before `min_length` generated tokens and the
+    banned ids masked always."""
+    sampler = GreedySampler(min_length=min_length, banned_token_ids=banned)
+    ids = ops.convert_to_numpy(run(sampler, batch=6))
+    prompt = prompts(6)
+    for row in range(6):
+        previous, running = prompt[row, 1], 0.0
+        for step in range(STEPS):
+            logits = (TABLE[step + 1, previous] + running * SUM_WEIGHT).astype("float64")
+            logits[list(banned)] = -np.inf
+            if step < min_length:
+                logits[END] = -np.inf
+            expected = np.argmax(logits)
+            assert ids[row, step + 2] == expected
+            if expected == END:
+                break
+            running += previous
+            previous = expected
+    assert not np.isin(ids[:, 2:], banned).any()
+
+
+@pytest.mark.parametrize("banned", [(3,), (4, 5)])
+def test_full_width_beam_with_banned_ids_ranks_the_others_as_brute_force(banned):
+    """Banned ids never appear, and the hypotheses without them keep brute force's order and
+    scores (a banned token's probability mass is not given to the others)."""
+    for first, example in ((3, 0), (4, 1)):
+        expected = [h for h in brute_force(first) if not set(h[1]) & set(banned)]
+        width = len(brute_force(first))
+        sampler = BeamSearchSampler(width, banned_token_ids=banned, return_all_beams=True)
+        ids, scores = (ops.convert_to_numpy(x) for x in run(sampler))
+        for rank, (score, words) in enumerate(expected):
+            np.testing.assert_array_equal(ids[example, rank, 2:], words)
+            np.testing.assert_allclose(scores[example, rank], score, rtol=1e-5)
+        assert not np.isin(ids[example, : len(expected), 2:], banned).any()
+
+
+def test_min_length_and_banned_ids_round_trip_and_are_checked():
+    for kind in (GreedySampler, BeamSearchSampler):
+        sampler = kind(min_length=2, banned_token_ids=(3, 4))
+        restored = keras.saving.deserialize_keras_object(
+            keras.saving.serialize_keras_object(sampler)
+        )
+        assert (restored.min_length, restored.banned_token_ids) == (2, (3, 4))
+        with pytest.raises(ValueError, match="banned_token_ids=-1"):
+            kind(banned_token_ids=(3, -1))
+        with pytest.raises(ValueError, match="banned_token_ids=3"):
+            kind(banned_token_ids=3)
+        with pytest.raises(ValueError, match="min_length=-1"):
+            kind(min_length=-1)

@@ -4,7 +4,7 @@ from keras import ops
 
 from keras_luong.backend.loops import unrolling
 from keras_luong.backend.ops import write_column
-from keras_luong.checks import check_integer, check_number
+from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers.ngrams import mask_repeated_ngrams
 
 
@@ -38,6 +38,10 @@ class Sampler:
             that would complete an n-gram already in the row (the prompt included) gets zero
             probability (OpenNMT's `block_ngram_repeat`, fairseq's `no_repeat_ngram_size`).
             Defaults to 0 (no blocking).
+        min_length: A row's stop tokens cannot come before this many other tokens it
+            generated (OpenNMT-py's `-min_length`, fairseq's `--min-len`). Defaults to 0.
+        banned_token_ids: Ids never generated, a tuple: the unknown id 3 of keras-luong's
+            vocabularies for OpenNMT-py's `-ban_unk_token`. Defaults to `()`.
 
     Example:
 
@@ -60,11 +64,34 @@ class Sampler:
     # What the sampler reads from the cache besides the decoder's states (see above).
     needs = ()
 
-    def __init__(self, temperature=1.0, no_repeat_ngram_size=0):
+    def __init__(self, temperature=1.0, no_repeat_ngram_size=0, min_length=0, banned_token_ids=()):
         self.temperature = check_number("temperature", temperature, minimum=0, exclusive=True)
         self.no_repeat_ngram_size = check_integer(
             "no_repeat_ngram_size", no_repeat_ngram_size, minimum=0
         )
+        self.min_length = int(check_integer("min_length", min_length, minimum=0))
+        if isinstance(banned_token_ids, (str, bytes)) or not hasattr(banned_token_ids, "__iter__"):
+            raise ValueError(
+                "Invalid value for argument banned_token_ids. Expected a tuple of token ids. "
+                f"Received: banned_token_ids={banned_token_ids!r}"
+            )
+        self.banned_token_ids = tuple(
+            int(check_integer("banned_token_ids", i, minimum=0)) for i in banned_token_ids
+        )
+
+    def bans(self, vocabulary, lengths, stop_token_ids):
+        """The tokens a row may not generate now, a boolean `(rows, vocabulary)` (`rows` 1
+        for a scalar `lengths`), or `None` when there is none: `banned_token_ids`, and the stop
+        tokens of a row that has generated fewer than `min_length` tokens (`lengths`, int32)."""
+        ids = ops.arange(vocabulary, dtype="int32")
+        banned = None
+        if self.banned_token_ids:
+            banned = is_any(ids, self.banned_token_ids)[None]
+        if stop_token_ids and self.min_length:
+            short = ops.reshape(ops.less(lengths, self.min_length), (-1, 1))
+            too_short = ops.logical_and(short, is_any(ids, stop_token_ids)[None])
+            banned = too_short if banned is None else ops.logical_or(banned, too_short)
+        return banned
 
     def block_repeats(self, logits, prompt, index, active=None):
         """`logits` `(rows, vocabulary)` with `MASKED_SCORE` on every token that would repeat
@@ -97,9 +124,14 @@ class Sampler:
             ended = ops.logical_and(is_any(prompt, stop_token_ids), ops.logical_not(mask))
             return ops.logical_not(ops.all(ops.any(ended, axis=-1)))
 
+        start = index
+
         def body(prompt, cache, index, mask):
             logits, _, cache = next(prompt, cache, index)
             logits = self.block_repeats(ops.cast(logits, "float32"), prompt, index)
+            banned = self.bans(ops.shape(logits)[-1], index - start, stop_token_ids)
+            if banned is not None:
+                logits = ops.where(banned, MASKED_SCORE, logits)
             token = self.get_next_token(self.compute_probabilities(logits))
             token = ops.cast(token, prompt.dtype)
             token = ops.where(mask[:, index], prompt[:, index], token)
@@ -124,7 +156,12 @@ class Sampler:
         raise NotImplementedError(f"{type(self).__name__} must implement get_next_token")
 
     def get_config(self):
-        return {"temperature": self.temperature, "no_repeat_ngram_size": self.no_repeat_ngram_size}
+        return {
+            "temperature": self.temperature,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "min_length": self.min_length,
+            "banned_token_ids": list(self.banned_token_ids),
+        }
 
     @classmethod
     def from_config(cls, config):

@@ -45,6 +45,7 @@ class BeamSearchSampler(Sampler):
             or `"summary"` (OpenNMT-py's summary penalty, on every hypothesis at every step).
         no_repeat_ngram_size: If `n > 0`, no hypothesis repeats an n-gram of its own (see
             `Sampler`). Defaults to 0.
+        banned_token_ids: Ids never generated (see `Sampler`). Defaults to `()`.
 
     With `coverage_penalty=beta > 0`, a hypothesis that has ended is ranked by
 
@@ -119,12 +120,17 @@ class BeamSearchSampler(Sampler):
         coverage_penalty=0.0,
         no_repeat_ngram_size=0,
         coverage_form="gnmt",
+        banned_token_ids=(),
     ):
         num_beams = check_integer("num_beams", num_beams)
-        min_length = check_integer("min_length", min_length, minimum=0)
         length_penalty = check_number("length_penalty", length_penalty, minimum=0)
         coverage_penalty = check_number("coverage_penalty", coverage_penalty, minimum=0)
-        super().__init__(temperature=temperature, no_repeat_ngram_size=no_repeat_ngram_size)
+        super().__init__(
+            temperature=temperature,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            min_length=min_length,
+            banned_token_ids=banned_token_ids,
+        )
         self.coverage_penalty = coverage_penalty
         self.coverage_form = check_one_of(
             "coverage_form", coverage_form, tuple(penalties.COVERAGE_FORMS)
@@ -132,7 +138,6 @@ class BeamSearchSampler(Sampler):
         self.num_beams = int(num_beams)
         self.return_all_beams = bool(return_all_beams)
         self.length_penalty = float(length_penalty)
-        self.min_length = int(min_length)
 
     @property
     def needs(self):
@@ -150,14 +155,6 @@ class BeamSearchSampler(Sampler):
     def length_normalize(self, log_probs, lengths):
         """`log_probs / ((5 + lengths) / 6) ** length_penalty`."""
         return penalties.length_normalize(log_probs, lengths, self.length_penalty)
-
-    def _too_short(self, lengths, vocabulary, stop_token_ids):
-        """The stop tokens of the hypotheses shorter than `min_length`, a boolean
-        `(rows, vocabulary)` (or `None` when there is no such ban)."""
-        if not (stop_token_ids and self.min_length):
-            return None
-        is_stop = is_any(ops.arange(vocabulary, dtype="int32"), stop_token_ids)
-        return ops.logical_and(ops.less(lengths, self.min_length)[:, None], is_stop[None])
 
     def __call__(
         self,
@@ -223,10 +220,10 @@ class BeamSearchSampler(Sampler):
             # touch a finished hypothesis: its one continuation is padding.
             running = ops.logical_not(finished)
             logits = self.block_repeats(logits, prompt, index, active=running)
-            too_short = self._too_short(lengths, vocabulary, stop_token_ids)
-            if too_short is not None:
-                too_short = ops.logical_and(too_short, running[:, None])
-                logits = ops.where(too_short, MASKED_SCORE, logits)
+            banned = self.bans(vocabulary, lengths, stop_token_ids)
+            if banned is not None:
+                banned = ops.logical_and(banned, running[:, None])
+                logits = ops.where(banned, MASKED_SCORE, logits)
             offset = log_probs - normalizer  # candidates = logits + offset
             candidate_lengths = lengths + ops.cast(running, "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
@@ -294,7 +291,6 @@ class BeamSearchSampler(Sampler):
             {
                 "num_beams": self.num_beams,
                 "length_penalty": self.length_penalty,
-                "min_length": self.min_length,
                 "return_all_beams": self.return_all_beams,
                 "coverage_penalty": self.coverage_penalty,
                 "coverage_form": self.coverage_form,

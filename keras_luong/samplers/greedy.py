@@ -31,7 +31,18 @@ class GreedySampler(Sampler):
     >>> ops.convert_to_numpy(ids).tolist()  # "a" (0.6), then "a" again and again
     [[1, 3, 3, 3, 3]]
 
-    In a model: `model.generate(source, max_length=30, sampler="greedy")`.
+    In a model: `model.generate(source, max_length=30, sampler="greedy")`;
+    `GreedySampler(min_length=3, banned_token_ids=(3,))` decodes at least three tokens before
+    the end token, and never the unknown id 3.
+
+    Args:
+        min_length: A row's stop tokens cannot come before this many other tokens. Defaults
+            to 0.
+        banned_token_ids: Ids never generated. Defaults to `()`.
+        temperature: Divides the logits (which changes nothing in greedy decoding). Defaults
+            to 1.
+        no_repeat_ngram_size: If `n > 0`, no row repeats an n-gram of its own (see
+            `Sampler`). Defaults to 0.
     """
 
     def compute_probabilities(self, logits):
