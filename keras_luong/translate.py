@@ -50,6 +50,15 @@ def main(argv=None):
         type=int,
         help="most tokens per translation (default: 1.5 x its source tokens + 10)",
     )
+    parser.add_argument(
+        "--max-length-ratio",
+        type=float,
+        nargs=2,
+        metavar=("A", "B"),
+        default=(1.5, 10),
+        help="without --max-length, each translation has at most A x its source tokens + B "
+        "(default: 1.5 10)",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -82,6 +91,7 @@ def main(argv=None):
             translations = model.translate(
                 texts,
                 max_length=args.max_length,
+                length_bound=(args.max_length_ratio[0], int(args.max_length_ratio[1])),
                 sampler=sampler,
                 batch_size=args.batch_size,
                 verbose=verbose,

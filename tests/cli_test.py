@@ -69,8 +69,9 @@ def write_lines(path, lines):
             ["--beam", "2", "--min-length", "2", "--ban-unk"],
             BeamSearchSampler(2, 1.0, min_length=2, banned_token_ids=(3,)),
         ),
+        (["--max-length-ratio", "0.5", "1"], "greedy"),
     ],
-    ids=["greedy", "beam", "greedy-bans", "beam-bans"],
+    ids=["greedy", "beam", "greedy-bans", "beam-bans", "length-bound"],
 )
 def test_translate_writes_what_translate_returns(saved_model, tmp_path, options, sampler):
     path, model = saved_model
@@ -78,7 +79,8 @@ def test_translate_writes_what_translate_returns(saved_model, tmp_path, options,
     output = tmp_path / "out.txt"
     argv = ["--model", path, "--input", source, "--output", str(output), *options]
     assert translate_cli.main(argv) == 0
-    expected = model.translate(TEXTS, sampler=sampler)
+    bound = (0.5, 1) if "--max-length-ratio" in options else (1.5, 10)
+    expected = model.translate(TEXTS, sampler=sampler, length_bound=bound)
     assert output.read_text(encoding="utf-8").split("\n") == [*expected, ""]
     assert any(expected)  # the outputs compared are not all empty
 

@@ -433,3 +433,23 @@ def test_min_length_and_banned_ids_in_generate_against_a_hand_loop(model, kind):
     for row in ids:
         ends = np.flatnonzero(row == model.end_token)
         assert ends.size == 0 or ends[0] >= 3
+
+
+def test_length_bound_sets_the_default_max_length(model):
+    """`length_bound=(a, b)`: `generate` decodes `a ×` the longest source's tokens `+ b`
+    positions and `translate` each text up to its own bound, fairseq's rule; the default is
+    `(1.5, 10)`."""
+    longest = int(np.count_nonzero(SOURCE, axis=1).max())  # 4
+    assert model.generate(SOURCE).shape == (5, int(1.5 * longest) + 10)
+    ids = model.generate(SOURCE, length_bound=(1.0, 2))
+    np.testing.assert_array_equal(ids, model.generate(SOURCE, longest + 2))
+    np.testing.assert_array_equal(model.generate(SOURCE, length_bound=(0.5, 1)), ids[:, :3])
+    vocabulary = Vocabulary("abcde")
+    texts = ["ab", "abcdeab", "c"]
+    got = model.translate(texts, vocabulary, vocabulary, length_bound=(0.5, 1))
+    for text, output in zip(texts, got, strict=True):  # each text's own bound
+        expected = model.translate([text], vocabulary, vocabulary, int(0.5 * len(text)) + 1)
+        assert [output] == expected
+    for bad in [(1.5,), (-1, 10), (1.5, 0), (1.5, 2.5), "1.5 10"]:
+        with pytest.raises(ValueError, match="length_bound"):
+            model.generate(SOURCE, length_bound=bad)

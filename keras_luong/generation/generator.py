@@ -20,7 +20,7 @@ from keras import ops
 from keras_luong import samplers
 from keras_luong.backend.loops import step_call
 from keras_luong.backend.ops import dense_rows, plain_float32_dense
-from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers import pad_after_end
 
 MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
@@ -31,17 +31,18 @@ class Seq2SeqGenerator(keras.Model):
     `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
     memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
 
-    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=False, **kwargs):
+    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=None, **kwargs):
         super().__init__(**kwargs)
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
         sampler_needs(sampler)  # refused here, before anything is traced
         self.stop_token_ids = tuple(stop_token_ids)
-        # Each row ends by its own source's bound (`default_max_length` of its tokens): from
-        # that position on its only possible token is the first stop token. One generator
-        # then serves sources of every length, the buffers sized by `max_length`.
-        self.row_bounds = bool(row_bounds) and bool(self.stop_token_ids)
+        # With `row_bounds=(a, b)` each row ends by its own source's bound (`row_bound` of its
+        # tokens): from that position on its only possible token is the first stop token.
+        # One generator then serves sources of every length, the buffers sized by
+        # `max_length`.
+        self.row_bounds = row_bounds if self.stop_token_ids else None
         # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
         # torch stays eager (its compile takes minutes).
         self.jit_compile = keras.backend.backend() != "torch"
@@ -64,7 +65,7 @@ class Seq2SeqGenerator(keras.Model):
             tokens = ops.sum(ops.cast(ops.not_equal(source, 0), "int32"), axis=1)
             if beams > 1:
                 tokens = ops.repeat(tokens, beams, axis=0)
-            bounds = row_bound(tokens)
+            bounds = row_bound(tokens, self.row_bounds)
             only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
@@ -192,14 +193,37 @@ def check_supported(sampler):
             )
 
 
-def default_max_length(lengths):
-    """The decoding bound when none is given: 1.5 × the longest source's tokens, and 10."""
-    return int(1.5 * max(lengths, default=0)) + 10
+# The decoding bound when none is given: `a · source tokens + b` (fairseq's `max_len_a` and
+# `max_len_b`), with `length_bound=(a, b)`.
+LENGTH_BOUND = (1.5, 10)
 
 
-def row_bound(tokens):
+def check_length_bound(length_bound):
+    """`length_bound` as `(a, b)`: a number `a >= 0` and an integer `b >= 1`."""
+    try:
+        a, b = length_bound
+        a = check_number("length_bound", a, minimum=0)
+        b = check_integer("length_bound", b)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "Invalid value for argument length_bound. Expected (a, b): at most a × the "
+            "source's tokens + b tokens, with a number a >= 0 and an integer b >= 1. "
+            f"Received: length_bound={length_bound!r}"
+        ) from None
+    return float(a), int(b)
+
+
+def default_max_length(lengths, length_bound=LENGTH_BOUND):
+    """The decoding bound when none is given: `a ·` the longest source's tokens `+ b`, in
+    float32 as `row_bound` computes it (1.5 × and 10 by default)."""
+    a, b = length_bound
+    return int(np.floor(np.float32(a) * np.float32(max(lengths, default=0)))) + b
+
+
+def row_bound(tokens, length_bound=LENGTH_BOUND):
     """`default_max_length` of each row's source tokens `(rows,)`, as int32 tensor ops."""
-    return (ops.cast(tokens, "int32") * 3) // 2 + 10
+    a, b = length_bound
+    return ops.cast(ops.floor(ops.cast(tokens, "float32") * a), "int32") + b
 
 
 def length_bucket(bound):
@@ -280,7 +304,7 @@ def sampler_key(sampler):
     return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
 
 
-def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bounds=False):
+def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bounds=None):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
     max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
     sampler = samplers.get(model.sampler if sampler is None else sampler)
@@ -306,7 +330,7 @@ def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bo
             f"target_vocabulary_size={model.target_vocabulary_size}). "
             f"Received: stop_token_ids={stop_token_ids!r}"
         )
-    key = (max_length, stop_token_ids, bool(row_bounds), *sampler_key(sampler))
+    key = (max_length, stop_token_ids, row_bounds, *sampler_key(sampler))
     generator = model.generators.get(
         key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids, row_bounds)
     )
@@ -329,7 +353,7 @@ def generated_alignments(model, source, generated, max_length):
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
 
 
-def generate_ids(model, source, max_length, sampler, batch_size, row_bounds=False, **settings):
+def generate_ids(model, source, max_length, sampler, batch_size, row_bounds=None, **settings):
     """Runs the model's kept generator of these settings on int32 source ids."""
     generator, key = get_generator(model, max_length, sampler, row_bounds=row_bounds, **settings)
     try:

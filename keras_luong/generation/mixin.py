@@ -8,7 +8,9 @@ from keras_luong import samplers
 from keras_luong.checks import check_integer, check_token_ids
 from keras_luong.generation import export_formats
 from keras_luong.generation.generator import (
+    LENGTH_BOUND,
     GeneratorCache,
+    check_length_bound,
     cut_to_longest_source,
     default_max_length,
     generate_ids,
@@ -177,6 +179,7 @@ class GenerationMixin:
         sampler=None,
         batch_size=256,
         return_attention_scores=False,
+        length_bound=LENGTH_BOUND,
     ):
         """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
 
@@ -189,9 +192,9 @@ class GenerationMixin:
         Args:
             inputs: Source ids `(B, S)`, 0 for padding. An empty batch gives an empty result.
             max_length: Number of target tokens to generate at most (up to 65536: the
-                buffers of the loop are allocated for it). Defaults to 1.5 × the longest
-                source's tokens (its non-zero ids) + 10; decoding stops when every
-                hypothesis has ended, so a generous bound costs nothing then.
+                buffers of the loop are allocated for it). Defaults to `length_bound`'s
+                `a ×` the longest source's tokens (its non-zero ids) `+ b`; decoding stops
+                when every hypothesis has ended, so a generous bound costs nothing then.
             stop_token_ids: `"auto"` (the model's `end_token`), `None` (always decode
                 `max_length` tokens) or a tuple of ids.
             sampler: `None` for the model's sampler (`compile`'s `sampler`, greedy unless
@@ -205,6 +208,8 @@ class GenerationMixin:
                 `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
                 after the end token: the decoder re-run over its own output, which gives the
                 decoding steps' weights exactly (step decoding equals teacher forcing).
+            length_bound: `(a, b)`, the default `max_length` as `a ×` the source's tokens
+                `+ b` (fairseq's `--max-len-a` and `--max-len-b`). Defaults to `(1.5, 10)`.
 
         Returns:
             The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the
@@ -219,8 +224,10 @@ class GenerationMixin:
                 f"type {type(inputs).__name__}"
             )
         batch_size = check_integer("batch_size", batch_size)
+        length_bound = check_length_bound(length_bound)
         if max_length is None:
-            max_length = default_max_length(np.count_nonzero(source, axis=1).tolist())
+            lengths = np.count_nonzero(source, axis=1).tolist()
+            max_length = default_max_length(lengths, length_bound)
         cut = cut_to_longest_source(source, self.longest_source)
         generated = generate_ids(
             self, cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids
@@ -241,6 +248,7 @@ class GenerationMixin:
         batch_size=32,
         tokens_per_batch=None,
         verbose=0,
+        length_bound=LENGTH_BOUND,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -259,8 +267,8 @@ class GenerationMixin:
                 the model's own (`set_vocabularies`).
             target_vocabulary: Likewise, for the output.
             max_length: The most tokens generated per text. Defaults to each text's own
-                bound, 1.5 × its source tokens + 10 (fairseq's `max_len_a * src_len +
-                max_len_b` with 1.5 and 10, `generate`'s rule for one row): each row of a
+                bound, `a ×` its source tokens `+ b` with `length_bound=(a, b)` (fairseq's
+                `max_len_a * src_len + max_len_b`, `generate`'s rule for one row): each row of a
                 batch ends at its own bound (a greedy output is the one the text gets
                 alone), inside one compiled generator for the whole call, whose length is
                 the largest bound rounded up to a power of two; a second call on texts of
@@ -272,6 +280,7 @@ class GenerationMixin:
                 (memory bounded on an accelerator). Defaults to `None` (rows only).
             verbose: `1` shows a Keras progress bar of the texts translated, `2` one line
                 at the end, `0` (the default) nothing.
+            length_bound: `(a, b)` of the default `max_length`. Defaults to `(1.5, 10)`.
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
@@ -280,7 +289,7 @@ class GenerationMixin:
         """
         return translate_texts(
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-            tokens_per_batch, verbose, **kwargs,
+            tokens_per_batch, verbose, length_bound, **kwargs,
         )  # fmt: skip
 
     def generator(self, max_length, sampler=None, stop_token_ids="auto"):

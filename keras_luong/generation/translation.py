@@ -7,12 +7,18 @@ import numpy as np
 from keras_luong.checks import check_integer, check_texts
 from keras_luong.data.batching import length_sorted_batches
 from keras_luong.data.vocabulary_assets import check_vocabulary_size
-from keras_luong.generation.generator import default_max_length, generate_ids, length_bucket
+from keras_luong.generation.generator import (
+    LENGTH_BOUND,
+    check_length_bound,
+    default_max_length,
+    generate_ids,
+    length_bucket,
+)
 
 
 def translate_texts(
     model, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-    tokens_per_batch, verbose, **kwargs,
+    tokens_per_batch, verbose, length_bound=LENGTH_BOUND, **kwargs,
 ):  # fmt: skip
     """See `GenerationMixin.translate`."""
     vocabularies = {}
@@ -43,8 +49,9 @@ def translate_texts(
                 f"tokens, past the {longest} source positions the model's attention "
                 f"scores (max_source_length). Received: texts[{i}]={texts[i]!r:.100}"
             )
+    length_bound = check_length_bound(length_bound)
     if max_length is None:  # each text's own bound
-        bounds = np.array([default_max_length([len(r)]) for r in rows], "int64")
+        bounds = np.array([default_max_length([len(r)], length_bound) for r in rows], "int64")
         # One generator whose length holds every text's bound, each row ending at its
         # own bound inside it: one compiled function per source shape, kept for the next
         # call (per-batch bounds would each compile a generator of their own).
@@ -64,7 +71,13 @@ def translate_texts(
         for row, i in enumerate(indices):
             source[row, : len(rows[i])] = rows[i]
         generated = generate_ids(
-            model, source, bound, sampler, batch_size, row_bounds=max_length is None, **kwargs
+            model,
+            source,
+            bound,
+            sampler,
+            batch_size,
+            row_bounds=length_bound if max_length is None else None,
+            **kwargs,
         )
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
         if isinstance(generated, tuple):  # every beam, with its score
