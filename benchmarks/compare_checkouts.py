@@ -89,35 +89,20 @@ def train_step_arguments(doc, parser=None):
 
 
 def recipe_model(vocabulary, seed=0):
-    """The translation recipe's default model (units 256, embeddings 128, dropout 0.3, the
-    paper's uniform initialisation) at `vocabulary` subwords a side, seeded."""
+    """The translation recipe's model at `vocabulary` subwords a side, compiled by it
+    (`keras_luong.models.recipe`), seeded."""
     import keras
 
-    from keras_luong import LuongSeq2Seq
+    from keras_luong.models.recipe import recipe_model as build
 
     keras.utils.set_random_seed(seed)
-    return LuongSeq2Seq(
-        vocabulary,
-        vocabulary,
-        units=256,
-        embedding_dim=128,
-        dropout=0.3,
-        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-    )
+    return build(vocabulary, vocabulary)
 
 
 def recipe_train_step(vocabulary, batch, length):
-    """A function of no arguments that trains `recipe_model(vocabulary)`, compiled by the
-    recipe (Adam 2e-3 with global norm 5, `SequenceLoss(label_smoothing=0.1)`), on one batch
-    of `batch_data(vocabulary, batch, length)`."""
-    import keras
-
-    from keras_luong import SequenceLoss
-
+    """A function of no arguments that trains `recipe_model(vocabulary)` on one batch of
+    `batch_data(vocabulary, batch, length)`."""
     model = recipe_model(vocabulary)
-    model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0), SequenceLoss(label_smoothing=0.1)
-    )
     source, target = batch_data(vocabulary, batch, length)
 
     def step():

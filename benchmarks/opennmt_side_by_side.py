@@ -173,27 +173,14 @@ def write_output(args, text):
 
 
 def recipe_model(subwords, seed, xla=False):
-    """The translation page's model, compiled by its recipe (with `jit_compile=True` if
-    `xla`, else Keras' default)."""
+    """The translation page's model, compiled by its recipe (`keras_luong.models.recipe`; with
+    `jit_compile=True` if `xla`, else Keras' default)."""
     import keras
 
-    from keras_luong import LuongSeq2Seq, SequenceLoss
+    from keras_luong.models.recipe import recipe_model as build
 
     keras.utils.set_random_seed(seed)
-    model = LuongSeq2Seq(
-        len(subwords),
-        len(subwords),
-        units=256,
-        embedding_dim=128,
-        dropout=0.3,
-        initializer=keras.initializers.RandomUniform(-0.1, 0.1),
-    )
-    model.compile(
-        keras.optimizers.Adam(2e-3, global_clipnorm=5.0),
-        SequenceLoss(label_smoothing=0.1),
-        jit_compile=True if xla else "auto",
-    )
-    return model
+    return build(len(subwords), len(subwords), jit_compile=True if xla else "auto")
 
 
 def build_onmt_vocabulary(args, config, env):

@@ -21,11 +21,21 @@ import argparse
 import os
 import sys
 
+from keras_luong.models.recipe import RECIPE, recipe_model
 from keras_luong.training.allocator import reuse_large_blocks
+
+R = RECIPE  # the defaults of the recipe's options
 
 
 def main(argv=None):
     """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run(parser, args)
+
+
+def build_parser():
+    """The command line's arguments, the recipe's options defaulting to `RECIPE`."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_luong.train",
         description="Train a LuongSeq2Seq model on a corpus prepared by python -m "
@@ -46,37 +56,61 @@ def main(argv=None):
         "no buckets, each batch padded to its own longest; auto (the default): 8 where Keras "
         "compiles the training step with XLA (JAX; TensorFlow with a GPU), none elsewhere",
     )
-    parser.add_argument("--units", type=int, default=256, help="LSTM units (default: 256)")
-    parser.add_argument("--embedding-dim", type=int, default=128, help="default: 128")
-    parser.add_argument("--dropout", type=float, default=0.3, help="default: 0.3")
+    parser.add_argument(
+        "--units", type=int, default=R["units"], help=f"LSTM units (default: {R['units']})"
+    )
+    parser.add_argument(
+        "--embedding-dim",
+        type=int,
+        default=R["embedding_dim"],
+        help=f"default: {R['embedding_dim']}",
+    )
+    parser.add_argument(
+        "--dropout", type=float, default=R["dropout"], help=f"default: {R['dropout']}"
+    )
     parser.add_argument(
         "--alignment",
-        default="global",
+        default=R["alignment"],
         help="global (the default), monotonic (local-m), predictive (local-p: a window of "
         "half-width 40 whose Gaussian narrows from sigma 40 to 5 over the first three epochs, "
         "as the translation guide's seed study found it locks on), or another registered "
         "alignment",
     )
     parser.add_argument(
-        "--score-mode", default="general", help="general (the default), dot, concat, bahdanau"
+        "--score-mode",
+        default=R["score_mode"],
+        help="general (the default), dot, concat, bahdanau",
     )
     parser.add_argument(
         "--attention-timing",
         choices=("luong", "bahdanau"),
-        default="luong",
+        default=R["attention_timing"],
         help="luong (the default): attend after the step; bahdanau: before it, from the "
         "previous state (with --score-mode bahdanau: Bahdanau et al.'s attention)",
     )
-    parser.add_argument("--learning-rate", type=float, default=2e-3, help="Adam's; default: 2e-3")
     parser.add_argument(
-        "--clip-norm", type=float, default=5.0, help="the gradient's global norm (default: 5)"
+        "--learning-rate",
+        type=float,
+        default=R["learning_rate"],
+        help=f"Adam's; default: {R['learning_rate']}",
     )
-    parser.add_argument("--label-smoothing", type=float, default=0.1, help="default: 0.1")
+    parser.add_argument(
+        "--clip-norm",
+        type=float,
+        default=R["clip_norm"],
+        help=f"the gradient's global norm (default: {R['clip_norm']})",
+    )
+    parser.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=R["label_smoothing"],
+        help=f"default: {R['label_smoothing']}",
+    )
     parser.add_argument(
         "--init-scale",
         type=float,
-        default=0.1,
-        help="every weight starts uniform in ±this (default: 0.1)",
+        default=R["init_scale"],
+        help=f"every weight starts uniform in ±this (default: {R['init_scale']})",
     )
     parser.add_argument(
         "--patience", type=int, default=5, help="epochs without a better val_bleu (default: 5)"
@@ -90,7 +124,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="weights and batch order (default: 0)")
     parser.add_argument("--log", help="a CSV file of each epoch's logs")
     parser.add_argument("--quiet", action="store_true", help="one line an epoch, no bar")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run(parser, args):
+    """Checks `args` (errors through `parser`), then trains and saves."""
     for name in ("epochs", "tokens_per_batch", "units", "embedding_dim", "patience"):
         if getattr(args, name) < 1:
             parser.error(
@@ -147,9 +185,7 @@ def train(args):
     from keras_luong.data.batching import BucketedBatches
     from keras_luong.data.parallel_text import load_parallel_text
     from keras_luong.data.prepared import PreparedCorpus
-    from keras_luong.models.seq2seq import LuongSeq2Seq
     from keras_luong.training.callbacks import AttentionCallback, BleuCallback
-    from keras_luong.training.losses import SequenceLoss
     from keras_luong.training.sigma_schedule import SigmaSchedule
 
     tune_allocator(keras.backend.backend())
@@ -162,27 +198,13 @@ def train(args):
         bucket_width=args.bucket_width,
         seed=args.seed,
     )
-    # Local-p with its Gaussian narrowed from wide (SigmaSchedule below): with the paper's
-    # narrow one from the first step it walked over part of the source only.
     local_p = args.alignment == "predictive"
-    narrowed = {"window": 40, "attention_arguments": {"initial_sigma": 40.0, "sigma": 5.0}}
-    model = LuongSeq2Seq(
+    model = recipe_model(
         len(vocabulary),
         len(vocabulary),
-        **(narrowed if local_p else {}),
-        units=args.units,
-        embedding_dim=args.embedding_dim,
-        alignment=args.alignment,
-        score_mode=args.score_mode,
-        attention_timing=args.attention_timing,
-        dropout=args.dropout,
-        initializer=keras.initializers.RandomUniform(-args.init_scale, args.init_scale),
+        **{name: getattr(args, name) for name in RECIPE},
     )
     model.set_vocabularies(vocabulary, vocabulary)
-    model.compile(
-        keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clip_norm),
-        SequenceLoss(label_smoothing=args.label_smoothing),
-    )
     validation = None
     if args.valid_source is not None:
         sources, targets = load_parallel_text(args.valid_source, args.valid_target)

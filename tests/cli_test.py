@@ -338,3 +338,48 @@ def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
         error = capsys.readouterr().err
         assert exit_.value.code == 2 and message in error, error
     assert not os.path.exists(out)  # refused before anything was trained or written
+
+
+def test_one_translation_recipe_for_train_the_benchmarks_and_the_page():
+    """`keras_luong.models.recipe` is the recipe: `train`'s options default to `RECIPE`, the
+    benchmarks' models are `recipe_model`'s (config and compiled settings), and the
+    translation page's code writes the same numbers."""
+    import re
+    import sys
+
+    from keras_luong.models.recipe import RECIPE, recipe_model
+
+    defaults = vars(train_cli.build_parser().parse_args(["--corpus", "c", "--out", "o"]))
+    assert {name: defaults[name] for name in RECIPE} == RECIPE
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import compare_checkouts
+    import opennmt_side_by_side
+
+    keras.utils.set_random_seed(0)
+    expected = recipe_model(40, 40)
+    for model in (
+        compare_checkouts.recipe_model(40),
+        opennmt_side_by_side.recipe_model(list(range(40)), seed=0),
+    ):
+        for ours, theirs in (
+            (model, expected),
+            (model.optimizer, expected.optimizer),
+            (model.loss, expected.loss),
+        ):
+            config, expected_config = ours.get_config(), theirs.get_config()
+            config.pop("name", None), expected_config.pop("name", None)  # numbered by Keras
+            assert config == expected_config
+    with open(os.path.join(ROOT, "docs", "translation.md"), encoding="utf-8") as f:
+        page = f.read()
+    recipe = page[page.index("## Using it on your own corpus") :]
+    code = recipe[recipe.index("```python") : recipe.index("```", recipe.index("```python") + 3)]
+    for written in (
+        f"units={RECIPE['units']}",
+        f"embedding_dim={RECIPE['embedding_dim']}",
+        f"dropout={RECIPE['dropout']}",
+        f"RandomUniform(-{RECIPE['init_scale']}, {RECIPE['init_scale']})",
+        f"global_clipnorm={RECIPE['clip_norm']}",
+        f"label_smoothing={RECIPE['label_smoothing']}",
+    ):
+        assert written in code, written
+    assert re.search(r"Adam\(2e-3,", code) and RECIPE["learning_rate"] == 2e-3

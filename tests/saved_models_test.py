@@ -17,11 +17,11 @@ from keras_luong import LuongSeq2Seq
 from tests.test_case import BACKEND, to_numpy
 
 # In this order on purpose: a model whose decoder carries three states (hard monotonic
-# attention keeps its alignment) before ones that carry two.
+# attention keeps its alignment) before one that carries two (local-m with the dot score,
+# without input feeding: Keras' fused LSTM, then one batched attention).
 VARIANTS = {
     "hard_monotonic": dict(alignment="hard-monotonic"),
-    "local_m": dict(alignment="monotonic"),
-    "dot_no_feeding": dict(score_mode="dot", input_feeding=False),
+    "local_m": dict(alignment="monotonic", score_mode="dot", input_feeding=False),
 }
 SOURCE = np.array([[5, 6, 7, 8, 9, 3, 4], [3, 4, 5, 6, 0, 0, 0], [9, 8, 7, 6, 5, 4, 0]])
 TARGET_IN = np.array([[1, 5, 6, 7, 8, 9], [1, 3, 4, 5, 0, 0], [1, 9, 8, 7, 6, 5]])
