@@ -73,9 +73,10 @@ def scheduled_logits(model, source, target_in, training):
         gold, use_prediction, noise_t, embedding_keep_t, output_keep_t = x_t
         *states, previous = states  # (B, 1): the loop keeps states of rank 2 and more
         token = ops.where(use_prediction, previous[:, 0], gold)
-        embedded = model.target_embedding(token) * embedding_keep_t
-        attentional, states = decoder.step(embedded, states, memory, step=t, training=training)
-        logits = model.projection(attentional * output_keep_t)
+        logits, _, states = model.next_token_logits(
+            token, states, memory, t, training=training,
+            dropout_masks=(embedding_keep_t, output_keep_t),
+        )  # fmt: skip
         scores = ops.where(banned[None, :], MASKED_SCORE, ops.cast(logits, "float32"))
         prediction = ops.argmax(ops.stop_gradient(scores) + noise_t, axis=-1, keepdims=True)
         return [logits], [*states, ops.cast(prediction, "int32")]

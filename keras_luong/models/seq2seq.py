@@ -1,3 +1,4 @@
+import inspect
 import warnings
 
 import keras
@@ -413,18 +414,36 @@ class LuongSeq2Seq(
         return logits
 
     def next_token_logits(
-        self, token, states, memory, step, return_attention_scores=False, logits_bias=None
+        self,
+        token,
+        states,
+        memory,
+        step,
+        return_attention_scores=False,
+        logits_bias=None,
+        training=None,
+        dropout_masks=None,
     ):
         """One decoding step from the previous token: `(logits, h̃, new_states)` (and the
         step's attention weights `(batch_size, S)` if asked for); `memory` is
         `self.decoder.prepare(value, value_mask)`, prepared once per source. `logits_bias`
-        `(V,)`, if given, is added to the logits, in float32."""
+        `(V,)`, if given, is added to the logits, in float32. Scheduled sampling trains
+        through the same step: `training`, and the dropout masks of the embedding and of `h̃`
+        drawn ahead (`dropout_masks`, a pair, or `None`)."""
         # A one-token sequence, sliced: the padding mask of a single step means nothing here.
         embedded = step_call(self.target_embedding, token)
+        if dropout_masks is not None:
+            embedded = embedded * dropout_masks[0]
         attentional, states, *weights = self.decoder.step(
-            embedded, states, memory, step=step, return_attention_scores=return_attention_scores
+            embedded,
+            states,
+            memory,
+            step=step,
+            training=training,
+            return_attention_scores=return_attention_scores,
         )
-        logits = step_logits(self.projection, attentional, logits_bias)
+        features = attentional if dropout_masks is None else attentional * dropout_masks[1]
+        logits = step_logits(self.projection, features, logits_bias)
         return (logits, attentional, states, *weights)
 
     def get_config(self):
@@ -456,30 +475,12 @@ class LuongSeq2Seq(
         return cls(**config)
 
 
-# Every constructor argument, stored under its own name.
-_CONFIG = (
-    "source_vocabulary_size",
-    "target_vocabulary_size",
-    "units",
-    "embedding_dim",
-    "alignment",
-    "score_mode",
-    "window",
-    "attention_arguments",
-    "max_source_length",
-    "input_feeding",
-    "output_attention",
-    "bidirectional",
-    "decoder_layers",
-    "dropout",
-    "attention_dropout",
-    "start_token",
-    "end_token",
-    "scheduled_sampling",
-    "attention_timing",
-    "encoder_layers",
-    "encoder_cell",
-    "reverse_source",
-    "bridge",
-    "share_embeddings",
+# Every constructor argument, stored under its own name, but those `get_config` writes itself
+# (parts given as objects, initializers, the sampling probability's variable) and the
+# pretrained embeddings (weights, saved with the model's).
+_CONFIG = tuple(
+    name
+    for name in inspect.signature(LuongSeq2Seq.__init__).parameters
+    if name not in {"self", "kwargs", "sampling_probability", "output_initializer", "initializer"}
+    and name not in {"encoder", "decoder_cell", "source_embeddings", "target_embeddings"}
 )
