@@ -37,7 +37,7 @@ test: export XLA_FLAGS ?= --xla_backend_optimization_level=0
 test: export KERAS_LUONG_QUICK ?= 1
 
 .PHONY: install lint format test readme-venv docs notebooks demo results luong-vs-bahdanau g2p g2p-variants \
-	translate translate-variants bucketing onmt-venv opennmt-side-by-side opennmt-budget clean
+	translate translate-variants bucketing onmt-venv opennmt-side-by-side opennmt-budget gpu-check-files clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -220,6 +220,20 @@ BUDGET_MINUTES ?= 60
 opennmt-budget: onmt-venv
 	$(PY) benchmarks/budget_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
 		--minutes $(BUDGET_MINUTES) $(SIDE_BY_SIDE_ARGS)
+
+# The GPU check's files, written on a machine with network for one without (a lent GPU
+# machine with Python 3.12, torch and JAX): in .whl/ the wheels `benchmarks/gpu.sh` installs
+# there (keras 3.15.1 and its pure-Python needs, OpenNMT-py 3.5.1 and what it imports,
+# 24 MiB), in .cache/gpu/ Multi30k's pairs as the recipe's pieces (6 MiB). Then, on the GPU
+# machine, with .whl and .cache/gpu beside the tree: `bash benchmarks/gpu.sh --output
+# gpu.json` (about 6 minutes on one H200; not part of CI, whose tests dry-run it).
+GPU_WHEELS := keras==3.15.1 namex==0.1.0 optree==0.20.0 opennmt-py==3.5.1 configargparse==1.9.0 \
+	pyonmttok==1.38.1 rapidfuzz==3.14.6 pyahocorasick==2.3.1
+gpu-check-files: install
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 -d .whl $(GPU_WHEELS)
+	$(PY) benchmarks/gpu.py --prepare $(if $(DATA),--data $(DATA))
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache
