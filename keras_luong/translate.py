@@ -59,6 +59,12 @@ def main(argv=None):
         help="without --max-length, each translation has at most A x its source tokens + B "
         "(default: 1.5 10)",
     )
+    parser.add_argument(
+        "--score",
+        metavar="TARGET",
+        help="score this file's translations (one a line, beside --input's sentences) "
+        "instead of translating: write each one's log-probability given its source",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -80,6 +86,8 @@ def main(argv=None):
     try:
         texts = read_lines("input", args.input)
         model = load_model(keras, args.model)
+        if args.score is not None:
+            return write_scores(args, model, texts, read_lines("score", args.score))
         bans = {"min_length": args.min_length, "banned_token_ids": (3,) if args.ban_unk else ()}
         sampler = keras_luong.GreedySampler(**bans)
         if args.beam > 1:
@@ -103,6 +111,41 @@ def main(argv=None):
         for translation in translations:
             output.write(translation + "\n")
     return 0
+
+
+def write_scores(args, model, texts, targets):
+    """`--score`: each target's log-probability given its source, one a line."""
+    import numpy as np
+
+    if len(targets) != len(texts):
+        raise ValueError(
+            f"Invalid value for --score: {len(targets)} lines for {len(texts)} source lines. "
+            f"Received: {args.score!r}"
+        )
+    if getattr(model, "source_vocabulary", None) is None:
+        raise ValueError(
+            f"Invalid value for --model: {args.model!r} has no vocabularies (see set_vocabularies)"
+        )
+    scores = []
+    for start in range(0, len(texts), args.batch_size):
+        rows = slice(start, start + args.batch_size)
+        ids = [
+            pad([model.source_vocabulary.encode(t) for t in texts[rows]], np),
+            pad([model.target_vocabulary.encode(t) for t in targets[rows]], np),
+        ]
+        scores.extend(model.score(*ids, batch_size=args.batch_size).tolist())
+    output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    with output if output is not sys.stdout else contextlib.nullcontext():
+        output.writelines(f"{score:.4f}\n" for score in scores)
+    return 0
+
+
+def pad(rows, np):
+    """Id lists as one `(len(rows), longest)` int32 array, 0 after each row."""
+    ids = np.zeros((len(rows), max(1, max(map(len, rows), default=1))), "int32")
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+    return ids
 
 
 def load_model(keras, path):

@@ -85,6 +85,24 @@ def test_translate_writes_what_translate_returns(saved_model, tmp_path, options,
     assert any(expected)  # the outputs compared are not all empty
 
 
+def test_translate_score_writes_each_targets_log_probability(saved_model, tmp_path):
+    path, model = saved_model
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    targets = ["xy", "zzx", "", "y"]
+    target = write_lines(tmp_path / "hyp.txt", targets)
+    output = tmp_path / "scores.txt"
+    argv = ["--model", path, "--input", source, "--score", target, "--output", str(output)]
+    assert translate_cli.main([*argv, "--batch-size", "3"]) == 0
+    written = [float(line) for line in output.read_text().split()]
+    ids = [keras.utils.pad_sequences(v.encode_batch(t), padding="post") for v, t in
+           ((model.source_vocabulary, TEXTS), (model.target_vocabulary, targets))]  # fmt: skip
+    np.testing.assert_allclose(written, model.score(*ids), atol=6e-5)  # 4 decimals written
+    assert len(set(written)) == 4
+    with pytest.raises(SystemExit) as exit_:
+        translate_cli.main([*argv[:4], "--score", write_lines(tmp_path / "two.txt", ["x", "y"])])
+    assert exit_.value.code == 2
+
+
 def test_translate_reads_stdin_and_writes_stdout(saved_model, monkeypatch, capsys):
     path, model = saved_model
     monkeypatch.setattr(sys, "stdin", io.StringIO("".join(t + "\n" for t in TEXTS)))

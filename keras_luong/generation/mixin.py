@@ -18,13 +18,14 @@ from keras_luong.generation.generator import (
     get_generator,
     start_decoding,
 )
+from keras_luong.generation.scoring import score_ids
 from keras_luong.generation.translation import translate_texts
 
 
 class GenerationMixin:
     """Generation for a sequence-to-sequence `keras.Model`: `compile`'s `sampler`, `generate`,
-    `translate`, `generator` and `export_generator`, for `LuongSeq2Seq` and for any model that
-    meets the generation contract.
+    `translate`, `score`, `generator` and `export_generator`, for `LuongSeq2Seq` and for any
+    model that meets the generation contract.
 
     **The generation contract.** A model decodes with every sampler (greedy, beam search
     with its penalties, n-gram blocking, keras-hub's) when it has:
@@ -291,6 +292,28 @@ class GenerationMixin:
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
             tokens_per_batch, verbose, length_bound, **kwargs,
         )  # fmt: skip
+
+    def score(self, source_ids, target_ids, batch_size=64, return_token_scores=False):
+        """The log-probability of each target given its source, teacher forced: the sum over
+        its tokens and its end token of `log p(y_t | y_<t, x)` (fairseq's
+        `--score-reference`), for reranking candidates or a sentence's perplexity. The
+        probabilities are decoding's, over the tokens it can generate (not padding or the
+        start token): a beam search hypothesis scores what beam search scored it (with no
+        length or coverage penalty).
+
+        Args:
+            source_ids: Source ids `(B, S)`, 0 for padding.
+            target_ids: Target ids `(B, T)` without the start token, 0 for padding; the end
+                token is scored after each row's last id unless the row ends with it already
+                (as `generate`'s ids do).
+            batch_size: Pairs scored at once. Defaults to 64.
+            return_token_scores: Also return each token's log-probability, `(B, T + 1)`
+                (the end token's at its position), 0 after it.
+
+        Returns:
+            The scores `(B,)`, float32 (and the token scores if asked for).
+        """
+        return score_ids(self, source_ids, target_ids, batch_size, return_token_scores)
 
     def generator(self, max_length, sampler=None, stop_token_ids="auto"):
         """The `keras.Model` from source ids to generated target ids that `generate` runs,
