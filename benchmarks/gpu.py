@@ -398,9 +398,11 @@ def onmt_run(args, tokens, gpu):
 
 
 def onmt_config(workdir, tokens, units, steps, vocabulary_size, gpu, pairs):
-    """The recipe in OpenNMT-py's terms (as `opennmt_side_by_side.py` writes it), on one GPU if
+    """The recipe in OpenNMT-py's terms (`opennmt_side_by_side.onmt_recipe`), on one GPU if
     `gpu`; a bucket of all the `pairs` (its default, 262,144 examples, reads a small corpus
     over and over before the first step)."""
+    from opennmt_side_by_side import onmt_recipe
+
     device = "world_size: 1\ngpu_ranks: [0]\n" if gpu else ""
     return f"""\
 save_data: {workdir}/onmt
@@ -414,24 +416,7 @@ data:
         path_tgt: {workdir}/train.tgt
 save_model: {workdir}/onmt/model
 save_checkpoint_steps: 1000000
-encoder_type: brnn
-decoder_type: rnn
-rnn_type: LSTM
-enc_layers: 1
-dec_layers: 1
-hidden_size: {units}
-word_vec_size: {units if units != 256 else 128}
-global_attention: general
-input_feed: 1
-dropout: [0.3]
-param_init: 0.1
-optim: adam
-learning_rate: 0.002
-max_grad_norm: 5
-label_smoothing: 0.1
-batch_type: tokens
-batch_size: {tokens}
-num_workers: 0
+{onmt_recipe(units, units if units != 256 else 128, tokens)}num_workers: 0
 train_steps: {steps}
 report_every: {max(1, min(10, steps // 4))}
 bucket_size: {pairs}

@@ -387,6 +387,29 @@ def worker_result(command, env, name):
 # ----------------------------------------------------------------------------- OpenNMT-py
 
 
+def onmt_recipe(hidden_size=256, word_vec_size=128, tokens_per_batch=2048):
+    """The translation recipe's model and training in OpenNMT-py's options, one a line."""
+    return f"""\
+encoder_type: brnn
+decoder_type: rnn
+rnn_type: LSTM
+enc_layers: 1
+dec_layers: 1
+hidden_size: {hidden_size}
+word_vec_size: {word_vec_size}
+global_attention: general
+input_feed: 1
+dropout: [0.3]
+param_init: 0.1
+optim: adam
+learning_rate: 0.002
+max_grad_norm: 5
+label_smoothing: 0.1
+batch_type: tokens
+batch_size: {tokens_per_batch}
+"""
+
+
 def onmt_config(args, threads, train_steps, vocabulary, bucket_size=None):
     """OpenNMT-py's configuration of the recipe; `bucket_size`, if given, the examples it reads
     into a bucket before it sorts and batches them (its default, 262,144, is 87 passes over
@@ -416,24 +439,7 @@ data:
         path_tgt: {w}/valid.tgt
 save_model: {w}/onmt-{threads}/model
 save_checkpoint_steps: 1000000
-encoder_type: brnn
-decoder_type: rnn
-rnn_type: LSTM
-enc_layers: 1
-dec_layers: 1
-hidden_size: 256
-word_vec_size: 128
-global_attention: general
-input_feed: 1
-dropout: [0.3]
-param_init: 0.1
-optim: adam
-learning_rate: 0.002
-max_grad_norm: 5
-label_smoothing: 0.1
-batch_type: tokens
-batch_size: 2048
-valid_batch_size: 2048
+{onmt_recipe()}valid_batch_size: 2048
 num_workers: 0
 train_steps: {train_steps}
 valid_steps: {args.valid_steps}
