@@ -66,7 +66,7 @@ if not _starting_the_command_line():
     from keras_luong.models.presets import HalvingSchedule
     from keras_luong.models.scheduled_sampling import ScheduledSampling
     from keras_luong.models.seq2seq import LuongSeq2Seq
-    from keras_luong.samplers import BeamSearchSampler, GreedySampler
+    from keras_luong.samplers import BeamSearchSampler, GreedySampler, RandomSampler
     from keras_luong.training.averaging import CheckpointAverage, average_models
     from keras_luong.training.callbacks import AttentionCallback, BleuCallback
     from keras_luong.training.losses import SequenceLoss

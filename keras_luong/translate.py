@@ -46,6 +46,23 @@ def main(argv=None):
         "--ban-unk", action="store_true", help="never generate the unknown token (id 3)"
     )
     parser.add_argument(
+        "--sample",
+        type=sampling_argument,
+        metavar="random|topk:K|topp:P",
+        help="draw each token from the model's distribution (random), among its K most "
+        "probable tokens (topk:K) or from its nucleus of probability P (topp:P), in place of "
+        "greedy decoding or beam search",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="with --sample: the logits divided by this before the softmax (default: 1.0)",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="with --sample: the seed of the draws (default: new ones)"
+    )
+    parser.add_argument(
         "--max-length",
         type=int,
         help="most tokens per translation (default: 1.5 x its source tokens + 10)",
@@ -65,15 +82,35 @@ def main(argv=None):
         help="score this file's translations (one a line, beside --input's sentences) "
         "instead of translating: write each one's log-probability given its source",
     )
+    parser.add_argument(
+        "--n-best",
+        type=int,
+        default=1,
+        help="with --beam K: write the N best translations of each sentence (N <= K), "
+        "best first, a line each as 'score<TAB>translation' (default: 1, the best alone)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='write one JSON object a sentence: {"translation": ...}, with --n-best also '
+        '"n_best": [{"translation": ..., "score": ...}, ...]',
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    for name in ("beam", "batch_size", "max_length"):
+    for name in ("beam", "batch_size", "max_length", "n_best"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1. Received: {value}")
     if args.min_length < 0:
         parser.error(f"--min-length must be at least 0. Received: {args.min_length}")
+    if args.n_best > args.beam:
+        parser.error(
+            f"--n-best {args.n_best} needs a beam of at least as many: give --beam {args.n_best}"
+            f" or more. Received: --beam {args.beam}"
+        )
+    if args.sample is not None and args.beam > 1:
+        parser.error(f"--sample draws one translation: give it without --beam {args.beam}")
 
     import keras
 
@@ -90,9 +127,16 @@ def main(argv=None):
             return write_scores(args, model, texts, read_lines("score", args.score))
         bans = {"min_length": args.min_length, "banned_token_ids": (3,) if args.ban_unk else ()}
         sampler = keras_luong.GreedySampler(**bans)
-        if args.beam > 1:
+        if args.sample is not None:
+            sampler = keras_luong.RandomSampler(
+                **args.sample, temperature=args.temperature, seed=args.seed, **bans
+            )
+        elif args.beam > 1:
             sampler = keras_luong.BeamSearchSampler(
-                args.beam, length_penalty=args.length_penalty, **bans
+                args.beam,
+                length_penalty=args.length_penalty,
+                return_all_beams=args.n_best > 1,
+                **bans,
             )
         verbose = int(not args.quiet and sys.stderr.isatty())
         with contextlib.redirect_stdout(sys.stderr):  # the progress bar, apart from the text
@@ -108,9 +152,43 @@ def main(argv=None):
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with output if output is not sys.stdout else contextlib.nullcontext():
-        for translation in translations:
-            output.write(translation + "\n")
+        output.writelines(output_lines(args, translations))
     return 0
+
+
+def output_lines(args, translations):
+    """The lines written for `translations`: a translation a line; with `--n-best N`, N lines
+    a sentence (score, a tab, the translation); with `--json`, an object a line."""
+    import json
+
+    def dumps(record):
+        return json.dumps(record, ensure_ascii=False)
+
+    for translation in translations:
+        if args.n_best == 1:
+            yield (dumps({"translation": translation}) if args.json else translation) + "\n"
+            continue
+        best = [(text, float(score)) for text, score in translation[: args.n_best]]
+        if args.json:
+            n_best = [{"translation": text, "score": score} for text, score in best]
+            yield dumps({"translation": best[0][0], "n_best": n_best}) + "\n"
+        else:
+            yield from (f"{score:.4f}\t{text}\n" for text, score in best)
+
+
+def sampling_argument(text):
+    """`--sample`: `random`, `topk:K` or `topp:P`, as `RandomSampler`'s arguments."""
+    kind, _, value = text.partition(":")
+    try:
+        if kind == "random" and not value:
+            return {}
+        if kind == "topk":
+            return {"top_k": int(value)}
+        if kind == "topp":
+            return {"top_p": float(value)}
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected random, topk:K or topp:P. Received: {text!r}")
 
 
 def write_scores(args, model, texts, targets):

@@ -4,6 +4,7 @@ input."""
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from keras_luong import (
     BucketedBatches,
     GreedySampler,
     LuongSeq2Seq,
+    RandomSampler,
     SequenceLoss,
     Vocabulary,
 )
@@ -70,8 +72,16 @@ def write_lines(path, lines):
             BeamSearchSampler(2, 1.0, min_length=2, banned_token_ids=(3,)),
         ),
         (["--max-length-ratio", "0.5", "1"], "greedy"),
+        (
+            ["--sample", "topk:3", "--temperature", "0.8", "--seed", "5"],
+            RandomSampler(top_k=3, temperature=0.8, seed=5),
+        ),
+        (
+            ["--sample", "topp:0.9", "--seed", "6", "--ban-unk"],
+            RandomSampler(top_p=0.9, seed=6, banned_token_ids=(3,)),
+        ),
     ],
-    ids=["greedy", "beam", "greedy-bans", "beam-bans", "length-bound"],
+    ids=["greedy", "beam", "greedy-bans", "beam-bans", "length-bound", "top-k", "top-p"],
 )
 def test_translate_writes_what_translate_returns(saved_model, tmp_path, options, sampler):
     path, model = saved_model
@@ -83,6 +93,29 @@ def test_translate_writes_what_translate_returns(saved_model, tmp_path, options,
     expected = model.translate(TEXTS, sampler=sampler, length_bound=bound)
     assert output.read_text(encoding="utf-8").split("\n") == [*expected, ""]
     assert any(expected)  # the outputs compared are not all empty
+
+
+def test_translate_n_best_and_json_write_translates_n_best_lists(saved_model, tmp_path):
+    path, model = saved_model
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    output = tmp_path / "out.txt"
+    argv = ["--model", path, "--input", source, "--output", str(output), "--beam", "3"]
+    n_best = model.translate(TEXTS, sampler=BeamSearchSampler(3, 1.0, return_all_beams=True))
+    assert translate_cli.main([*argv, "--n-best", "2"]) == 0
+    lines = output.read_text(encoding="utf-8").splitlines()
+    expected = [pair for best in n_best for pair in best[:2]]
+    for line, (text, score) in zip(lines, expected, strict=True):
+        written_score, written_text = line.split("\t")
+        assert written_text == text and float(written_score) == pytest.approx(score, abs=6e-5)
+    assert translate_cli.main([*argv, "--n-best", "3", "--json"]) == 0
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [r["translation"] for r in records] == [best[0][0] for best in n_best]
+    for record, best in zip(records, n_best, strict=True):
+        assert [e["translation"] for e in record["n_best"]] == [text for text, _ in best]
+        np.testing.assert_allclose([e["score"] for e in record["n_best"]], [s for _, s in best])
+    assert translate_cli.main(argv[:6] + ["--json"]) == 0  # greedy
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert records == [{"translation": text} for text in model.translate(TEXTS)]
 
 
 def test_translate_score_writes_each_targets_log_probability(saved_model, tmp_path):
@@ -129,6 +162,10 @@ def test_translate_refuses_bad_input_with_exit_status_2(saved_model, tmp_path, c
         (["--model", path, "--input", str(tmp_path / "missing.txt")], "does not exist"),
         (["--model", path, "--input", source, "--beam", "0"], "--beam must be at least 1"),
         (["--model", path, "--input", source, "--min-length", "-1"], "--min-length must be"),
+        (["--model", path, "--input", source, "--sample", "topk"], "topk:K"),
+        (["--model", path, "--input", source, "--sample", "random", "--beam", "2"], "--beam 2"),
+        (["--model", path, "--input", source, "--sample", "topp:0"], "top_p"),
+        (["--model", path, "--input", source, "--beam", "2", "--n-best", "3"], "--beam 3"),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_:

@@ -195,6 +195,13 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
         )
     check_export_format(format)
     generator, _ = get_generator(model, max_length, **kwargs)
+    if generator.draws:
+        raise ValueError(
+            "Invalid value for argument sampler: an exported loop takes source ids alone, and "
+            f"{type(generator.sampler).__name__} draws from uniform numbers of its own; export "
+            "GreedySampler or BeamSearchSampler. Received: "
+            f"sampler={type(generator.sampler).__name__}"
+        )
     if format != "tf_saved_model":
         check_loop_sampler(generator.sampler, format)
     generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model

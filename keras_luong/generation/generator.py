@@ -22,6 +22,7 @@ from keras_luong.backend.loops import step_call
 from keras_luong.backend.ops import dense_rows, plain_float32_dense
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers import pad_after_end
+from keras_luong.samplers.sampling import uniform_noise
 
 MAX_LENGTH = 65536  # generate's largest max_length: the loop's buffers are allocated for it
 
@@ -36,7 +37,8 @@ class Seq2SeqGenerator(keras.Model):
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
-        sampler_needs(sampler)  # refused here, before anything is traced
+        # Refused here, before anything is traced.
+        self.draws = "noise" in sampler_needs(sampler)
         self.stop_token_ids = tuple(stop_token_ids)
         # With `row_bounds=(a, b)` each row ends by its own source's bound (`row_bound` of its
         # tokens): from that position on its only possible token is the first stop token.
@@ -47,7 +49,10 @@ class Seq2SeqGenerator(keras.Model):
         # torch stays eager (its compile takes minutes).
         self.jit_compile = keras.backend.backend() != "torch"
 
-    def call(self, source):
+    def call(self, inputs):
+        # A sampler that draws (`needs` "noise") takes the uniform numbers as a second input,
+        # `(B, max_length + 1)`, drawn by `generate` per call.
+        source, noise = inputs if self.draws else (inputs, None)
         model = self.seq2seq
         batch = ops.shape(source)[0]
         beams = getattr(self.sampler, "num_beams", 1)
@@ -69,12 +74,13 @@ class Seq2SeqGenerator(keras.Model):
             only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
-        # reads each step's attention from the cache.
-        keep_attention = "attention" in sampler_needs(self.sampler)
+        # reads each step's attention from the cache, sampling its uniform numbers.
+        needs = sampler_needs(self.sampler)
+        keep_attention = "attention" in needs
 
         def next(prompt, cache, index):
             token = prompt[:, index - 1]
-            states = cache["states"] if keep_attention else cache
+            states = cache["states"] if needs else cache
             # The logits in float32 (so that the mask constant fits under mixed precision
             # too), plus never_bias.
             logits, attentional, states, *weights = model.next_token_logits(
@@ -88,17 +94,22 @@ class Seq2SeqGenerator(keras.Model):
             if self.row_bounds:  # the position generated now is index - 1
                 ended = ops.greater_equal(index - 1, bounds)[:, None]
                 logits = ops.where(ended, only_stop[None], logits)
+            if not needs:
+                return logits, attentional, tuple(states)
+            cache = {**cache, "states": tuple(states)}
             if keep_attention:
-                attention = ops.cast(weights[0], "float32")
-                return logits, attentional, {"states": tuple(states), "attention": attention}
-            return logits, attentional, tuple(states)
+                cache["attention"] = ops.cast(weights[0], "float32")
+            return logits, attentional, cache
 
         start = ops.full((batch, 1), model.start_token, dtype="int32")
         prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
         cache = tuple(states)
+        if needs:
+            cache = {"states": cache}
         if keep_attention:
-            attention = ops.zeros((batch, ops.shape(value_mask)[1]), "float32")
-            cache = {"states": cache, "attention": attention}
+            cache["attention"] = ops.zeros((batch, ops.shape(value_mask)[1]), "float32")
+        if self.draws:
+            cache["noise"] = ops.cast(noise, "float32")
         outputs = self.sampler(
             next,
             prompt,
@@ -113,12 +124,19 @@ class Seq2SeqGenerator(keras.Model):
         return pad_after_end(outputs[:, 1:], self.stop_token_ids)
 
     def generate(self, source, batch_size):
-        """Runs the compiled generator on int32 source ids, `batch_size` rows at a time."""
+        """Runs the compiled generator on int32 source ids, `batch_size` rows at a time (with
+        a sampler that draws, the uniform numbers of the whole call from its `seed`)."""
         if source.shape[0] == 0:
             return self._empty_output()
+        if self.draws:
+            noise = uniform_noise(
+                np.random.default_rng(self.sampler.seed), source.shape[0], self.max_length + 1
+            )
         outputs = [
-            self.predict_on_batch(source[start : start + batch_size])
-            for start in range(0, source.shape[0], batch_size)
+            self.predict_on_batch((source[rows], noise[rows]) if self.draws else source[rows])
+            for rows in (
+                slice(start, start + batch_size) for start in range(0, source.shape[0], batch_size)
+            )
         ]
         if isinstance(outputs[0], tuple):
             return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
@@ -154,7 +172,7 @@ def start_decoding(model, source, beams=1, training=None):
 
 
 # What generation can keep in the cache for a sampler that names it in `needs`.
-PROVIDED = ("attention",)
+PROVIDED = ("attention", "noise")
 
 
 def sampler_needs(sampler):

@@ -318,7 +318,9 @@ class GenerationMixin:
     def generator(self, max_length, sampler=None, stop_token_ids="auto"):
         """The `keras.Model` from source ids to generated target ids that `generate` runs,
         for `predict` on a dataset and for export as a serving signature. Kept on the model
-        per setting: its compiled function is reused.
+        per setting: its compiled function is reused. With a sampler that draws
+        (`RandomSampler`), it takes `(source, noise)`: uniform numbers in (0, 1], `(B,
+        max_length + 1)`, one per row and position.
 
         Args:
             max_length: The number of target tokens generated at most.

@@ -21,8 +21,9 @@ class Sampler:
     next(prompt, cache, index) -> (logits, hidden_states, cache)
     ```
 
-    Subclasses override `get_next_token(probabilities)` (greedy, sampling) or the whole
-    `__call__` (beam search).
+    Subclasses override `get_next_token(probabilities)` (greedy), `next_token(logits, cache,
+    index)` (sampling, which reads its uniform numbers from the cache) or the whole `__call__`
+    (beam search).
 
     **What a sampler reads besides the logits** it names in `needs` (a tuple; empty here and
     for keras-hub's samplers, which need not have it). Generation then keeps each named entry
@@ -132,14 +133,19 @@ class Sampler:
             banned = self.bans(ops.shape(logits)[-1], index - start, stop_token_ids)
             if banned is not None:
                 logits = ops.where(banned, MASKED_SCORE, logits)
-            token = self.get_next_token(self.compute_probabilities(logits))
-            token = ops.cast(token, prompt.dtype)
+            token = ops.cast(self.next_token(logits, cache, index), prompt.dtype)
             token = ops.where(mask[:, index], prompt[:, index], token)
             prompt = write_column(prompt, index, token)
             return prompt, cache, index + 1, mask
 
         prompt, *_ = decoding_loop(cond, body, (prompt, cache, index, mask), steps)
         return prompt
+
+    def next_token(self, logits, cache, index):
+        """The token of each row at position `index` from its `logits` `(rows, vocabulary)`
+        (float32, the bans applied) and the `cache` after this step: by default
+        `get_next_token(compute_probabilities(logits))`."""
+        return self.get_next_token(self.compute_probabilities(logits))
 
     def compute_probabilities(self, logits):
         """The softmax of `logits / temperature`, in float32 whatever the policy."""

@@ -8,9 +8,10 @@ import keras
 from keras_luong.samplers.base import Sampler
 from keras_luong.samplers.beam_search import BeamSearchSampler
 from keras_luong.samplers.greedy import GreedySampler
+from keras_luong.samplers.sampling import RandomSampler
 
 # The samplers `get` knows by name, built with their defaults.
-_BY_NAME = {"greedy": GreedySampler, "beam": BeamSearchSampler}
+_BY_NAME = {"greedy": GreedySampler, "beam": BeamSearchSampler, "random": RandomSampler}
 
 
 def is_sampler(sampler):
@@ -25,10 +26,11 @@ def is_sampler(sampler):
 def get(identifier):
     """A sampler from a name, a config or a sampler.
 
-    `"greedy"` and `"beam"` are keras-luong's `GreedySampler()` and `BeamSearchSampler()` with
-    their defaults; any other name is looked up in `keras_hub.samplers` (`"top_k"`, `"top_p"`,
-    ..., when keras-hub is installed). A dict is a config from `serialize`. A sampler
-    object (keras-luong's or keras-hub's) is returned as it is.
+    `"greedy"`, `"beam"` and `"random"` are keras-luong's `GreedySampler()`,
+    `BeamSearchSampler()` and `RandomSampler()` with their defaults; any other name is looked
+    up in `keras_hub.samplers` (`"top_k"`, `"top_p"`, ..., when keras-hub is installed). A
+    dict is a config from `serialize`. A sampler object (keras-luong's or keras-hub's) is
+    returned as it is.
 
     Args:
         identifier: A name, a config from `serialize`, or a sampler object.
