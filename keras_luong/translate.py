@@ -21,7 +21,13 @@ def main(argv=None):
         description="Translate one sentence a line with a saved keras-luong model (a .keras "
         "file saved with its vocabularies), greedily or by beam search.",
     )
-    parser.add_argument("--model", required=True, help="the .keras file")
+    parser.add_argument(
+        "--model",
+        required=True,
+        nargs="+",
+        help="the .keras file; several decode as one ensemble (keras_luong.Ensemble, their "
+        "log-probabilities averaged at every step)",
+    )
     parser.add_argument(
         "--input", default="-", help="source text, a sentence a line (.gz ok); default: stdin"
     )
@@ -122,7 +128,8 @@ def main(argv=None):
 
     try:
         texts = read_lines("input", args.input)
-        model = load_model(keras, args.model)
+        models = [load_model(keras, path) for path in args.model]
+        model = models[0] if len(models) == 1 else keras_luong.Ensemble(models)
         if args.score is not None:
             return write_scores(args, model, texts, read_lines("score", args.score))
         bans = {"min_length": args.min_length, "banned_token_ids": (3,) if args.ban_unk else ()}
@@ -202,7 +209,8 @@ def write_scores(args, model, texts, targets):
         )
     if getattr(model, "source_vocabulary", None) is None:
         raise ValueError(
-            f"Invalid value for --model: {args.model!r} has no vocabularies (see set_vocabularies)"
+            f"Invalid value for --model: {' '.join(args.model)} has no vocabularies (see "
+            "set_vocabularies)"
         )
     scores = []
     for start in range(0, len(texts), args.batch_size):

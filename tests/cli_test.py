@@ -18,6 +18,7 @@ from keras_luong import (
     BeamSearchSampler,
     BleuCallback,
     BucketedBatches,
+    Ensemble,
     GreedySampler,
     LuongSeq2Seq,
     RandomSampler,
@@ -116,6 +117,22 @@ def test_translate_n_best_and_json_write_translates_n_best_lists(saved_model, tm
     assert translate_cli.main(argv[:6] + ["--json"]) == 0  # greedy
     records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert records == [{"translation": text} for text in model.translate(TEXTS)]
+
+
+def test_translate_of_several_models_is_their_ensembles(saved_model, tmp_path):
+    path, model = saved_model
+    keras.utils.set_random_seed(1)
+    other = LuongSeq2Seq(len(model.source_vocabulary), len(model.target_vocabulary), units=4)
+    other.set_vocabularies(model.source_vocabulary, model.target_vocabulary)
+    other((np.ones((1, 2), "int32"), np.ones((1, 2), "int32")))
+    other.save(str(tmp_path / "other.keras"))
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    output = tmp_path / "out.txt"
+    argv = ["--model", path, str(tmp_path / "other.keras"), "--input", source]
+    assert translate_cli.main([*argv, "--output", str(output), "--beam", "2"]) == 0
+    expected = Ensemble([model, other]).translate(TEXTS, sampler=BeamSearchSampler(2, 1.0))
+    assert output.read_text(encoding="utf-8").split("\n") == [*expected, ""]
+    assert expected != model.translate(TEXTS, sampler=BeamSearchSampler(2, 1.0))
 
 
 def test_translate_score_writes_each_targets_log_probability(saved_model, tmp_path):
