@@ -39,7 +39,8 @@ def main(argv=None):
     from keras_luong import LuongSeq2Seq, SubwordVocabulary
     from keras_luong.data.batching import length_sorted_batches
     from keras_luong.datasets import multi30k
-    from keras_luong.generation.generator import Seq2SeqGenerator, default_max_length
+    from keras_luong.generation.bounds import default_max_length
+    from keras_luong.generation.generator import Seq2SeqGenerator
 
     data = multi30k.load_data(args.data)
     vocabulary = SubwordVocabulary.train(

@@ -89,6 +89,11 @@ def main(argv=None):
         "instead of translating: write each one's log-probability given its source",
     )
     parser.add_argument(
+        "--prefix",
+        metavar="FILE",
+        help="a line for each input line that its translation begins with (empty: none)",
+    )
+    parser.add_argument(
         "--n-best",
         type=int,
         default=1,
@@ -145,6 +150,7 @@ def main(argv=None):
                 return_all_beams=args.n_best > 1,
                 **bans,
             )
+        prefixes = None if args.prefix is None else read_lines("prefix", args.prefix)
         verbose = int(not args.quiet and sys.stderr.isatty())
         with contextlib.redirect_stdout(sys.stderr):  # the progress bar, apart from the text
             translations = model.translate(
@@ -154,6 +160,7 @@ def main(argv=None):
                 sampler=sampler,
                 batch_size=args.batch_size,
                 verbose=verbose,
+                prefixes=prefixes,
             )
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")

@@ -119,6 +119,23 @@ def test_translate_n_best_and_json_write_translates_n_best_lists(saved_model, tm
     assert records == [{"translation": text} for text in model.translate(TEXTS)]
 
 
+def test_translate_prefix_begins_each_translation_as_translate_does(saved_model, tmp_path):
+    path, model = saved_model
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    prefixes = ["zz", "", "y", "xyzxyzxyzxyzxyz"]  # the last past its text's length bound
+    output = tmp_path / "out.txt"
+    argv = ["--model", path, "--input", source, "--output", str(output)]
+    argv += ["--prefix", write_lines(tmp_path / "prefix.txt", prefixes)]
+    assert translate_cli.main(argv) == 0
+    written = output.read_text(encoding="utf-8").split("\n")[:-1]
+    assert written == model.translate(TEXTS, prefixes=prefixes)
+    for translation, prefix in zip(written, prefixes, strict=True):
+        assert translation.startswith(prefix)
+    assert written != model.translate(TEXTS)  # the prefixes changed the translations
+    with pytest.raises(ValueError, match="one prefix for each of the 4 texts"):
+        model.translate(TEXTS, prefixes=prefixes[:2])
+
+
 def test_translate_of_several_models_is_their_ensembles(saved_model, tmp_path):
     path, model = saved_model
     keras.utils.set_random_seed(1)

@@ -20,7 +20,8 @@ from keras import ops
 from keras_luong import samplers
 from keras_luong.backend.loops import step_call
 from keras_luong.backend.ops import dense_rows, plain_float32_dense
-from keras_luong.checks import MASKED_SCORE, check_integer, check_number
+from keras_luong.checks import MASKED_SCORE, check_integer
+from keras_luong.generation.bounds import row_bound
 from keras_luong.samplers import pad_after_end
 from keras_luong.samplers.sampling import uniform_noise
 
@@ -32,8 +33,20 @@ class Seq2SeqGenerator(keras.Model):
     `LuongSeq2Seq.next_token_logits`: the RNN states and `h̃` live in the sampler's cache, the
     memory in the closure. Every position after one of `stop_token_ids` is padding (0)."""
 
-    def __init__(self, seq2seq, max_length, sampler, stop_token_ids=(), row_bounds=None, **kwargs):
+    def __init__(
+        self,
+        seq2seq,
+        max_length,
+        sampler,
+        stop_token_ids=(),
+        row_bounds=None,
+        prefixed=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        # With `prefixed`, a second input `(B, max_length)`: the ids each row's output begins
+        # with, 0 after them (`generate`'s `prefix`).
+        self.prefixed = prefixed
         self.seq2seq = seq2seq
         self.max_length = max_length
         self.sampler = sampler
@@ -50,9 +63,12 @@ class Seq2SeqGenerator(keras.Model):
         self.jit_compile = keras.backend.backend() != "torch"
 
     def call(self, inputs):
-        # A sampler that draws (`needs` "noise") takes the uniform numbers as a second input,
-        # `(B, max_length + 1)`, drawn by `generate` per call.
-        source, noise = inputs if self.draws else (inputs, None)
+        # After the source, the prefixes if `prefixed`, then the uniform numbers of a sampler
+        # that draws (`needs` "noise"), `(B, max_length + 1)`, drawn by `generate` per call.
+        inputs = list(inputs) if (self.prefixed or self.draws) else [inputs]
+        source = inputs.pop(0)
+        prefix = inputs.pop(0) if self.prefixed else None
+        noise = inputs.pop(0) if self.draws else None
         model = self.seq2seq
         batch = ops.shape(source)[0]
         beams = getattr(self.sampler, "num_beams", 1)
@@ -72,6 +88,10 @@ class Seq2SeqGenerator(keras.Model):
                 tokens = ops.repeat(tokens, beams, axis=0)
             bounds = row_bound(tokens, self.row_bounds)
             only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
+        if self.prefixed:  # (rows, max_length): each source's, repeated per beam
+            prefix = ops.cast(prefix, "int32")
+            if beams > 1:
+                prefix = ops.repeat(prefix, beams, axis=0)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
         # reads each step's attention from the cache, sampling its uniform numbers.
@@ -94,6 +114,10 @@ class Seq2SeqGenerator(keras.Model):
             if self.row_bounds:  # the position generated now is index - 1
                 ended = ops.greater_equal(index - 1, bounds)[:, None]
                 logits = ops.where(ended, only_stop[None], logits)
+            if self.prefixed:  # within its prefix, a row's one possible token is the prefix's
+                forced = ops.take(prefix, index - 1, axis=1)[:, None]
+                others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
+                logits = ops.where(others, MASKED_SCORE, logits)
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}
@@ -123,17 +147,24 @@ class Seq2SeqGenerator(keras.Model):
             return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
         return pad_after_end(outputs[:, 1:], self.stop_token_ids)
 
-    def generate(self, source, batch_size):
+    def generate(self, source, batch_size, prefix=None):
         """Runs the compiled generator on int32 source ids, `batch_size` rows at a time (with
-        a sampler that draws, the uniform numbers of the whole call from its `seed`)."""
+        the prefixes, `(B, P)` with `P <= max_length`, if `prefixed`; with a sampler that
+        draws, the uniform numbers of the whole call from its `seed`)."""
         if source.shape[0] == 0:
             return self._empty_output()
+        inputs = [source]
+        if self.prefixed:
+            padded = np.zeros((source.shape[0], self.max_length), "int32")
+            padded[:, : prefix.shape[1]] = prefix
+            inputs.append(padded)
         if self.draws:
-            noise = uniform_noise(
-                np.random.default_rng(self.sampler.seed), source.shape[0], self.max_length + 1
-            )
+            rng = np.random.default_rng(self.sampler.seed)
+            inputs.append(uniform_noise(rng, source.shape[0], self.max_length + 1))
         outputs = [
-            self.predict_on_batch((source[rows], noise[rows]) if self.draws else source[rows])
+            self.predict_on_batch(
+                tuple(x[rows] for x in inputs) if len(inputs) > 1 else source[rows]
+            )
             for rows in (
                 slice(start, start + batch_size) for start in range(0, source.shape[0], batch_size)
             )
@@ -211,45 +242,6 @@ def check_supported(sampler):
             )
 
 
-# The decoding bound when none is given: `a · source tokens + b` (fairseq's `max_len_a` and
-# `max_len_b`), with `length_bound=(a, b)`.
-LENGTH_BOUND = (1.5, 10)
-
-
-def check_length_bound(length_bound):
-    """`length_bound` as `(a, b)`: a number `a >= 0` and an integer `b >= 1`."""
-    try:
-        a, b = length_bound
-        a = check_number("length_bound", a, minimum=0)
-        b = check_integer("length_bound", b)
-    except (TypeError, ValueError):
-        raise ValueError(
-            "Invalid value for argument length_bound. Expected (a, b): at most a × the "
-            "source's tokens + b tokens, with a number a >= 0 and an integer b >= 1. "
-            f"Received: length_bound={length_bound!r}"
-        ) from None
-    return float(a), int(b)
-
-
-def default_max_length(lengths, length_bound=LENGTH_BOUND):
-    """The decoding bound when none is given: `a ·` the longest source's tokens `+ b`, in
-    float32 as `row_bound` computes it (1.5 × and 10 by default)."""
-    a, b = length_bound
-    return int(np.floor(np.float32(a) * np.float32(max(lengths, default=0)))) + b
-
-
-def row_bound(tokens, length_bound=LENGTH_BOUND):
-    """`default_max_length` of each row's source tokens `(rows,)`, as int32 tensor ops."""
-    a, b = length_bound
-    return ops.cast(ops.floor(ops.cast(tokens, "float32") * a), "int32") + b
-
-
-def length_bucket(bound):
-    """The generator length that holds outputs of `bound` tokens: the next power of two (at
-    least 16), so that texts of any length share a few compiled generators."""
-    return max(16, 1 << (int(bound) - 1).bit_length())
-
-
 def sequence_logits(dense, sequence):
     """The output layer `dense` on a sequence `(batch_size, T, d)`, multiplied as the matrix
     `(batch_size * T, d)`: the values of `dense(sequence)`, without its Keras mask (which
@@ -322,7 +314,9 @@ def sampler_key(sampler):
     return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
 
 
-def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bounds=None):
+def get_generator(
+    model, max_length, sampler=None, stop_token_ids="auto", row_bounds=None, prefixed=False
+):
     """`(generator, key)`: the model's generator for these settings, made and kept if new."""
     max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
     sampler = samplers.get(model.sampler if sampler is None else sampler)
@@ -348,9 +342,12 @@ def get_generator(model, max_length, sampler=None, stop_token_ids="auto", row_bo
             f"target_vocabulary_size={model.target_vocabulary_size}). "
             f"Received: stop_token_ids={stop_token_ids!r}"
         )
-    key = (max_length, stop_token_ids, row_bounds, *sampler_key(sampler))
+    key = (max_length, stop_token_ids, row_bounds, prefixed, *sampler_key(sampler))
     generator = model.generators.get(
-        key, lambda: Seq2SeqGenerator(model, max_length, sampler, stop_token_ids, row_bounds)
+        key,
+        lambda: Seq2SeqGenerator(
+            model, max_length, sampler, stop_token_ids, row_bounds, prefixed=prefixed
+        ),
     )
     return generator, key
 
@@ -371,29 +368,17 @@ def generated_alignments(model, source, generated, max_length):
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
 
 
-def generate_ids(model, source, max_length, sampler, batch_size, row_bounds=None, **settings):
-    """Runs the model's kept generator of these settings on int32 source ids."""
-    generator, key = get_generator(model, max_length, sampler, row_bounds=row_bounds, **settings)
+def generate_ids(
+    model, source, max_length, sampler, batch_size, row_bounds=None, prefix=None, **settings
+):
+    """Runs the model's kept generator of these settings on int32 source ids (each output
+    beginning with its row of `prefix`, checked ids `(B, P)`, if given)."""
+    generator, key = get_generator(
+        model, max_length, sampler, row_bounds=row_bounds, prefixed=prefix is not None, **settings
+    )
     try:
-        return generator.generate(source, batch_size)
+        return generator.generate(source, batch_size, prefix)
     except BaseException:
         # A call that raised may leave a broken compiled function behind: keep nothing.
         model.generators.discard(key)
         raise
-
-
-def cut_to_longest_source(source, longest):
-    """Source ids `(B, S)` without their padding past `longest` source positions (`None`:
-    any number); a `ValueError` naming `inputs` if a row has tokens past it."""
-    if longest is None or source.shape[1] <= longest:
-        return source
-    rows = np.flatnonzero(np.any(source[:, longest:] != 0, axis=1))
-    if rows.size:
-        row = int(rows[0])
-        end = int(np.flatnonzero(source[row])[-1]) + 1
-        raise ValueError(
-            f"Invalid value for argument inputs: inputs[{row}] has tokens up to position "
-            f"{end}, past the {longest} source positions the model's attention scores "
-            f"(max_source_length). Received: inputs of shape {source.shape}"
-        )
-    return source[:, :longest]

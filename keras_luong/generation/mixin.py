@@ -7,12 +7,15 @@ import numpy as np
 from keras_luong import samplers
 from keras_luong.checks import check_integer, check_token_ids
 from keras_luong.generation import export_formats
-from keras_luong.generation.generator import (
+from keras_luong.generation.bounds import (
     LENGTH_BOUND,
-    GeneratorCache,
     check_length_bound,
+    check_prefix,
     cut_to_longest_source,
     default_max_length,
+)
+from keras_luong.generation.generator import (
+    GeneratorCache,
     generate_ids,
     generated_alignments,
     get_generator,
@@ -181,6 +184,7 @@ class GenerationMixin:
         batch_size=256,
         return_attention_scores=False,
         length_bound=LENGTH_BOUND,
+        prefix=None,
     ):
         """Decodes source ids `(B, S)` into target ids `(B, max_length)`.
 
@@ -211,6 +215,8 @@ class GenerationMixin:
                 decoding steps' weights exactly (step decoding equals teacher forcing).
             length_bound: `(a, b)`, the default `max_length` as `a ×` the source's tokens
                 `+ b` (fairseq's `--max-len-a` and `--max-len-b`). Defaults to `(1.5, 10)`.
+            prefix: Target ids `(B, P)`, 0 after each row's, that each output begins with
+                (CTranslate2's `target_prefix`); beam scores count the tokens after them.
 
         Returns:
             The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the
@@ -230,8 +236,9 @@ class GenerationMixin:
             lengths = np.count_nonzero(source, axis=1).tolist()
             max_length = default_max_length(lengths, length_bound)
         cut = cut_to_longest_source(source, self.longest_source)
+        prefix = check_prefix(self, prefix, len(source), max_length)
         generated = generate_ids(
-            self, cut, max_length, sampler, batch_size, stop_token_ids=stop_token_ids
+            self, cut, max_length, sampler, batch_size, prefix=prefix, stop_token_ids=stop_token_ids
         )
         if not return_attention_scores:
             return generated
@@ -250,6 +257,7 @@ class GenerationMixin:
         tokens_per_batch=None,
         verbose=0,
         length_bound=LENGTH_BOUND,
+        prefixes=None,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -257,10 +265,9 @@ class GenerationMixin:
         the generated ones up to the end token.
 
         The texts are decoded in batches of `batch_size` sorted by source length, each padded
-        to a multiple of 8 tokens (so one long text does not lengthen every batch, and few
-        shapes compile), and returned in the caller's order. A batch decodes until its last
-        hypothesis ends, so its rows cost as much as its longest output: small batches
-        waste least on a CPU, larger ones use an accelerator better.
+        to a multiple of 8 tokens (few shapes compile), and returned in the caller's order. A
+        batch decodes until its last hypothesis ends: small batches waste least on a CPU,
+        larger ones use an accelerator better.
 
         Args:
             texts: A list of strings. An empty list gives an empty list.
@@ -282,6 +289,8 @@ class GenerationMixin:
             verbose: `1` shows a Keras progress bar of the texts translated, `2` one line
                 at the end, `0` (the default) nothing.
             length_bound: `(a, b)` of the default `max_length`. Defaults to `(1.5, 10)`.
+            prefixes: A string per text that its translation begins with (`generate`'s
+                `prefix`; the bound at least its tokens + 1). Defaults to `None`.
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
@@ -290,16 +299,15 @@ class GenerationMixin:
         """
         return translate_texts(
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-            tokens_per_batch, verbose, length_bound, **kwargs,
+            tokens_per_batch, verbose, length_bound, prefixes, **kwargs,
         )  # fmt: skip
 
     def score(self, source_ids, target_ids, batch_size=64, return_token_scores=False):
         """The log-probability of each target given its source, teacher forced: the sum over
-        its tokens and its end token of `log p(y_t | y_<t, x)` (fairseq's
-        `--score-reference`), for reranking candidates or a sentence's perplexity. The
-        probabilities are decoding's, over the tokens it can generate (not padding or the
-        start token): a beam search hypothesis scores what beam search scored it (with no
-        length or coverage penalty).
+        its tokens and its end token of `log p(y_t | y_<t, x)` (fairseq's `--score-reference`),
+        over the tokens decoding can generate (not padding or the start token): a beam
+        search hypothesis scores what beam search scored it (with no length or coverage
+        penalty).
 
         Args:
             source_ids: Source ids `(B, S)`, 0 for padding.

@@ -7,6 +7,7 @@ search hypothesis scores what beam search scored it (without a length penalty)."
 import numpy as np
 
 from keras_luong.checks import check_integer, check_token_ids
+from keras_luong.generation.bounds import check_right_padded
 
 
 def score_ids(model, source_ids, target_ids, batch_size=64, return_token_scores=False):
@@ -50,13 +51,7 @@ def score_ids(model, source_ids, target_ids, batch_size=64, return_token_scores=
 def with_end_token(target, end_token):
     """`target` `(B, T)` with the end token after each row's last non-zero id, unless the row
     ends with it already (as `generate`'s ids do), and zeros after it: `(B, T + 1)`."""
-    lengths = np.count_nonzero(target, axis=1)
-    for i, row in enumerate(target):
-        if np.any(row[: lengths[i]] == 0):
-            raise ValueError(
-                "Invalid value for argument target_ids. Expected each row's ids followed by "
-                f"padding (0) alone. Received: target_ids[{i}]={row.tolist()!r:.200}"
-            )
+    lengths = check_right_padded("target_ids", target)
     out = np.zeros((len(target), target.shape[1] + 1), "int32")
     out[:, : target.shape[1]] = target
     ended = (lengths > 0) & (

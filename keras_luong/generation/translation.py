@@ -7,18 +7,19 @@ import numpy as np
 from keras_luong.checks import check_integer, check_texts
 from keras_luong.data.batching import length_sorted_batches
 from keras_luong.data.vocabulary_assets import check_vocabulary_size
-from keras_luong.generation.generator import (
+from keras_luong.generation.bounds import (
     LENGTH_BOUND,
     check_length_bound,
+    check_prefix,
     default_max_length,
-    generate_ids,
     length_bucket,
 )
+from keras_luong.generation.generator import generate_ids
 
 
 def translate_texts(
     model, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-    tokens_per_batch, verbose, length_bound=LENGTH_BOUND, **kwargs,
+    tokens_per_batch, verbose, length_bound=LENGTH_BOUND, prefixes=None, **kwargs,
 ):  # fmt: skip
     """See `GenerationMixin.translate`."""
     vocabularies = {}
@@ -59,6 +60,18 @@ def translate_texts(
     else:
         bound = check_integer("max_length", max_length)
         bounds = np.full(len(rows), bound, "int64")
+    prefix_rows = None
+    if prefixes is not None:  # each text's, its ids counted in its length bound
+        prefixes = check_texts("prefixes", prefixes)
+        if len(prefixes) != len(texts):
+            raise ValueError(
+                f"Invalid value for argument prefixes. Expected one prefix for each of the "
+                f"{len(texts)} texts. Received: {len(prefixes)} prefixes"
+            )
+        prefix_rows = [vocabularies["target"].encode(p) for p in prefixes]
+        bounds = np.maximum(bounds, [len(p) + 1 for p in prefix_rows])
+        if max_length is None:
+            bound = length_bucket(bounds.max(initial=1))
     results = [None] * len(rows)
     decode = vocabularies["target"].decode
     plan = length_sorted_batches(
@@ -70,6 +83,12 @@ def translate_texts(
         source = np.zeros((len(indices), length), "int32")
         for row, i in enumerate(indices):
             source[row, : len(rows[i])] = rows[i]
+        prefix = None
+        if prefix_rows is not None:
+            prefix = np.zeros((len(indices), bound), "int32")
+            for row, i in enumerate(indices):
+                prefix[row, : len(prefix_rows[i])] = prefix_rows[i]
+            prefix = check_prefix(model, prefix, len(indices), bound)
         generated = generate_ids(
             model,
             source,
@@ -77,6 +96,7 @@ def translate_texts(
             sampler,
             batch_size,
             row_bounds=length_bound if max_length is None else None,
+            prefix=prefix,
             **kwargs,
         )
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
