@@ -122,7 +122,8 @@ def test_translate_n_best_and_json_write_translates_n_best_lists(saved_model, tm
 def test_translate_prefix_begins_each_translation_as_translate_does(saved_model, tmp_path):
     path, model = saved_model
     source = write_lines(tmp_path / "in.txt", TEXTS)
-    prefixes = ["zz", "", "y", "xyzxyzxyzxyzxyz"]  # the last past its text's length bound
+    # The second past its text's length bound (1.5 x 2 + 10 = 13 tokens).
+    prefixes = ["zz", "xyzxyzxyzxyzxyzx", "", "y"]
     output = tmp_path / "out.txt"
     argv = ["--model", path, "--input", source, "--output", str(output)]
     argv += ["--prefix", write_lines(tmp_path / "prefix.txt", prefixes)]

@@ -116,8 +116,8 @@ class Seq2SeqGenerator(keras.Model):
                 logits = ops.where(ended, only_stop[None], logits)
             if self.prefixed:  # within its prefix, a row's one possible token is the prefix's
                 forced = ops.take(prefix, index - 1, axis=1)[:, None]
-                others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
-                logits = ops.where(others, MASKED_SCORE, logits)
+                only_forced = ops.where(ops.equal(ids, forced), 0.0, MASKED_SCORE)
+                logits = ops.where(ops.not_equal(forced, 0), only_forced, logits)
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}
