@@ -1,0 +1,94 @@
+"""What each decoding control costs: `generate`'s time with it over the same sampler's without
+it, in one run.
+
+    KERAS_BACKEND=jax .venv/bin/python benchmarks/decoding_controls.py
+
+The model is `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (the recipe's sizes),
+its end token's bias lowered so that no row ends early: every setting decodes all `--steps`
+tokens of all `--batch` rows (64 sources of 20 ids), so a ratio is the control's own cost, not
+a change in the outputs' lengths. The settings run in alternating order for `--rounds`
+rounds, each compiled first (JAX, TensorFlow); each ratio is the median time of the setting
+over the median of its sampler without controls, taken in the same rounds. Run nothing else
+beside it.
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def settings(steps):
+    """`(label, base label, sampler, generate's keyword arguments)` rows."""
+    from keras_luong import BeamSearchSampler, GreedySampler, RandomSampler
+
+    prefix = {"prefix": np.tile(np.arange(10, 15, dtype="int32"), (1, 1))}
+    rows = []
+    for name, make in (
+        ("greedy", GreedySampler),
+        ("beam 5", lambda **k: BeamSearchSampler(5, **k)),
+    ):
+        rows += [
+            (name, name, make(), {}),
+            (f"{name}, min_length 5", name, make(min_length=5), {}),
+            (f"{name}, banned unknown", name, make(banned_token_ids=(3,)), {}),
+            (f"{name}, prefix of 5", name, make(), prefix),
+        ]
+    rows += [
+        ("sampling", "greedy", RandomSampler(seed=0), {}),
+        ("sampling, top-k 10", "greedy", RandomSampler(top_k=10, seed=0), {}),
+        ("sampling, top-p 0.9", "greedy", RandomSampler(top_p=0.9, seed=0), {}),
+    ]
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--units", type=int, default=256)
+    args = parser.parse_args(argv)
+
+    import keras
+
+    from keras_luong import LuongSeq2Seq
+
+    keras.utils.set_random_seed(0)
+    model = LuongSeq2Seq(8000, 8000, units=args.units, embedding_dim=args.units // 2)
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 8000, (args.batch, 20)).astype("int32")
+    model((source[:1], source[:1]))
+    bias = keras.ops.convert_to_numpy(model.projection.bias).copy()
+    bias[model.end_token] = -1e4  # no row ends: every setting decodes every step
+    model.projection.bias.assign(bias)
+    rows = settings(args.steps)
+
+    def run(sampler, kwargs):
+        extra = dict(kwargs)
+        if "prefix" in extra:
+            extra["prefix"] = np.repeat(extra["prefix"], args.batch, axis=0)
+        started = time.perf_counter()
+        model.generate(source, max_length=args.steps, sampler=sampler, batch_size=args.batch,
+                       **extra)  # fmt: skip
+        return time.perf_counter() - started
+
+    for _, _, sampler, kwargs in rows:  # the compiles
+        run(sampler, kwargs)
+    times = {label: [] for label, *_ in rows}
+    for number in range(args.rounds):
+        order = rows if number % 2 == 0 else rows[::-1]
+        for label, _, sampler, kwargs in order:
+            times[label] += [run(sampler, kwargs) for _ in range(args.calls)]
+    print(f"backend {keras.backend.backend()}, {args.batch} sources, {args.steps} steps")
+    print(f"{'setting':30} {'ms':>9} {'x its sampler':>14}")
+    for label, base, _, _ in rows:
+        median = statistics.median(times[label])
+        ratio = median / statistics.median(times[base])
+        print(f"{label:30} {1000 * median:9.1f} {ratio:14.3f}")
+
+
+if __name__ == "__main__":
+    main()
