@@ -224,7 +224,7 @@ opennmt-budget: onmt-venv
 # The GPU check's files, written on a machine with network for one without (a lent GPU
 # machine with Python 3.12, torch and JAX): in .whl/ the wheels `benchmarks/gpu.sh` installs
 # there (keras 3.15.1 and its pure-Python needs, OpenNMT-py 3.5.1 and what it imports,
-# 24 MiB), in .cache/gpu/ Multi30k's pairs as the recipe's pieces (6 MiB). Then, on the GPU
+# 24 MiB), in .cache/gpu/ Multi30k's pairs as the recipe's pieces (2 MiB). Then, on the GPU
 # machine, with .whl and .cache/gpu beside the tree: `bash benchmarks/gpu.sh --output
 # gpu.json` (about 6 minutes on one H200; not part of CI, whose tests dry-run it).
 GPU_WHEELS := keras==3.15.1 namex==0.1.0 optree==0.20.0 opennmt-py==3.5.1 configargparse==1.9.0 \

@@ -4,10 +4,10 @@
     bash benchmarks/gpu.sh                                                    # on the GPU
 
 `--prepare` trains the SentencePiece model of the translation recipe (8,000 pieces shared by
-both languages) on Multi30k's training pairs and writes, under `--workdir`, the pairs as
-pieces (the text OpenNMT-py reads) and as ids (what keras-luong reads). The pairs kept are those
-whose longer side, end token included, is at most `--longest` pieces (32: 99% of Multi30k's
-pairs), so that JAX compiles its train step for 4 bucket shapes, not 9.
+both languages) on Multi30k's training pairs and writes their ids under `--workdir`
+(`pairs.npz`); a run writes the training pairs it uses as text for OpenNMT-py (each id a word).
+The pairs kept are those whose longer side, end token included, is at most `--longest` pieces
+(32: 99% of Multi30k's pairs), so that JAX compiles its train step for 4 bucket shapes.
 
 The check then runs one process per engine, one after the other (`--engines`, default
 `torch,jax,opennmt`), and prints one table, every figure of which was taken in this one run:
