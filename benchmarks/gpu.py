@@ -227,20 +227,18 @@ def build_model(args, vocabulary_size, policy):
     return recipe_model(vocabulary_size, vocabulary_size, **settings)
 
 
-class Batches:
-    """Batches from a list, as `fit` reads a `keras.utils.PyDataset`."""
+def listed(batches):
+    """A list of batches as a `keras.utils.PyDataset`, which `fit` reads."""
+    import keras
 
-    def __new__(cls, batches):
-        import keras
+    class Listed(keras.utils.PyDataset):
+        def __len__(self):
+            return len(batches)
 
-        class _Batches(keras.utils.PyDataset):
-            def __len__(self):
-                return len(batches)
+        def __getitem__(self, index):
+            return batches[index]
 
-            def __getitem__(self, index):
-                return batches[index]
-
-        return _Batches()
+    return Listed()
 
 
 def train_case(args, train, vocabulary_size, tokens, policy, memory):
@@ -256,7 +254,7 @@ def train_case(args, train, vocabulary_size, tokens, policy, memory):
     for index in range(len(batches)):  # the warm-up: every compile, cuDNN's plans
         (source, target_in), target_out = batches[index]
         shapes.setdefault((source.shape, target_in.shape), batches[index])
-    model.fit(Batches(list(shapes.values())), epochs=1, shuffle=False, verbose=0)
+    model.fit(listed(list(shapes.values())), epochs=1, shuffle=False, verbose=0)
     wait_for(model)
     warm = time.perf_counter() - started
     started = time.perf_counter()

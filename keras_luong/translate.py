@@ -207,7 +207,11 @@ def sampling_argument(text):
 
 def write_scores(args, model, texts, targets):
     """`--score`: each target's log-probability given its source, one a line."""
-    import numpy as np
+    import keras
+
+    def pad_sequences(id_lists):  # at least one column, 0 after each row's ids
+        width = max(1, max(map(len, id_lists), default=1))
+        return keras.utils.pad_sequences(id_lists, maxlen=width, padding="post")
 
     if len(targets) != len(texts):
         raise ValueError(
@@ -223,22 +227,17 @@ def write_scores(args, model, texts, targets):
     for start in range(0, len(texts), args.batch_size):
         rows = slice(start, start + args.batch_size)
         ids = [
-            pad([model.source_vocabulary.encode(t) for t in texts[rows]], np),
-            pad([model.target_vocabulary.encode(t) for t in targets[rows]], np),
+            pad_sequences([vocabulary.encode(t) for t in lines[rows]])
+            for vocabulary, lines in (
+                (model.source_vocabulary, texts),
+                (model.target_vocabulary, targets),
+            )
         ]
         scores.extend(model.score(*ids, batch_size=args.batch_size).tolist())
     output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with output if output is not sys.stdout else contextlib.nullcontext():
         output.writelines(f"{score:.4f}\n" for score in scores)
     return 0
-
-
-def pad(rows, np):
-    """Id lists as one `(len(rows), longest)` int32 array, 0 after each row."""
-    ids = np.zeros((len(rows), max(1, max(map(len, rows), default=1))), "int32")
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = row
-    return ids
 
 
 def load_model(keras, path):

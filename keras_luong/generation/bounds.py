@@ -60,8 +60,8 @@ def check_right_padded(name, ids):
 
 
 def check_prefix(model, prefix, rows, max_length):
-    """`generate`'s `prefix` as int32 ids `(rows, P)`, right-padded, `P <= max_length`,
-    without the start token (or `None`)."""
+    """`generate`'s `prefix` as int32 ids `(rows, P)`, right-padded, at most `max_length` ids
+    a row, without the start token (or `None`)."""
     if prefix is None:
         return None
     prefix = check_token_ids("prefix", prefix, model.target_vocabulary_size, rank=2)
@@ -83,7 +83,7 @@ def check_prefix(model, prefix, rows, max_length):
             f"Invalid value for argument prefix. Expected at most max_length={max_length} ids "
             f"a row. Received: a prefix of {lengths.max()} ids"
         )
-    return prefix[:, : max(1, lengths.max(initial=1))]
+    return prefix
 
 
 def cut_to_longest_source(source, longest):

@@ -352,6 +352,15 @@ def get_generator(
     return generator, key
 
 
+def teacher_forced_input(target_out, start_token):
+    """The decoder's input that teacher-forces `target_out` `(B, T)` (each row's tokens up to
+    its end token, then 0): the start token, then `target_out` one step later, 0 wherever
+    `target_out` is padding (a step that produced padding reads padding)."""
+    start = np.full((target_out.shape[0], 1), start_token, dtype="int32")
+    target_in = np.concatenate([start, target_out[:, :-1]], axis=1)
+    return np.where(target_out == 0, 0, target_in).astype("int32")
+
+
 def generated_alignments(model, source, generated, max_length):
     """The alignments of generated ids: the decoder re-run over its own output (step decoding
     equals teacher forcing), zero after the end token."""
@@ -360,10 +369,7 @@ def generated_alignments(model, source, generated, max_length):
     if flat.shape[0] == 0:
         return np.zeros((*ids.shape, source.shape[1]), "float32")
     repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
-    start = np.full((flat.shape[0], 1), model.start_token, dtype="int32")
-    target_in = np.concatenate([start, flat[:, :-1]], axis=1)
-    # Steps that generated padding are padding: their alignments are zeros.
-    target_in = np.where(flat == 0, 0, target_in)
+    target_in = teacher_forced_input(flat, model.start_token)
     _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
     return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from keras_luong.checks import check_integer, check_token_ids
 from keras_luong.generation.bounds import check_right_padded
+from keras_luong.generation.generator import teacher_forced_input
 
 
 def score_ids(model, source_ids, target_ids, batch_size=64, return_token_scores=False):
@@ -33,15 +34,12 @@ def score_ids(model, source_ids, target_ids, batch_size=64, return_token_scores=
         out = target_out[rows]
         width = max(1, int(np.count_nonzero(out, axis=1).max(initial=1)))
         out = out[:, :width]
-        target_in = np.concatenate(
-            [np.full((len(out), 1), model.start_token, "int32"), out[:, :-1]], axis=1
-        )
-        target_in[out == 0] = 0  # no input after a row's end token
+        target_in = teacher_forced_input(out, model.start_token)
         src = source[rows]
         src = src[:, : max(1, int(np.count_nonzero(src, axis=1).max(initial=1)))]
         logits = np.asarray(model.predict_on_batch((src, target_in)), "float64")
         logits[..., [0, model.start_token]] = -np.inf  # as decoding: never generated
-        log_probabilities = logits - logsumexp(logits)
+        log_probabilities = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
         picked = np.take_along_axis(log_probabilities, out[..., None], axis=-1)[..., 0]
         token_scores[rows, :width] = np.where(out != 0, picked, 0.0)
     scores = token_scores.sum(axis=1, dtype="float64").astype("float32")
@@ -59,9 +57,3 @@ def with_end_token(target, end_token):
     )
     out[np.arange(len(target))[~ended], lengths[~ended]] = end_token
     return out
-
-
-def logsumexp(x):
-    """`log(sum(exp(x)))` over the last axis, kept as an axis of 1."""
-    peak = x.max(axis=-1, keepdims=True)
-    return peak + np.log(np.exp(x - peak).sum(axis=-1, keepdims=True))

@@ -80,14 +80,10 @@ def translate_texts(
     for indices, length in plan:
         # The padding stops at the attention's longest source (the tokens are within it).
         length = length if longest is None else min(length, longest)
-        source = np.zeros((len(indices), length), "int32")
-        for row, i in enumerate(indices):
-            source[row, : len(rows[i])] = rows[i]
+        source = padded_rows(rows, indices, length)
         prefix = None
         if prefix_rows is not None:
-            prefix = np.zeros((len(indices), bound), "int32")
-            for row, i in enumerate(indices):
-                prefix[row, : len(prefix_rows[i])] = prefix_rows[i]
+            prefix = padded_rows(prefix_rows, indices, bound)
             prefix = check_prefix(model, prefix, len(indices), bound)
         generated = generate_ids(
             model,
@@ -112,3 +108,12 @@ def translate_texts(
                 results[i] = decode(ids)
         progress.add(len(indices))
     return results
+
+
+def padded_rows(rows, indices, width):
+    """The id lists `rows[i]` for `i` in `indices`, as int32 `(len(indices), width)`, 0 after
+    each."""
+    ids = np.zeros((len(indices), width), "int32")
+    for row, i in enumerate(indices):
+        ids[row, : len(rows[i])] = rows[i]
+    return ids
