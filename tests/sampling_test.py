@@ -128,3 +128,31 @@ def test_random_sampler_config_name_and_bad_input(tmp_path):
             )
         else:
             tiny_model().export_generator(str(tmp_path / "model"), 4, sampler=sampler)
+
+
+def test_kth_largest_and_the_nucleus_threshold_agree_with_sorting():
+    """The two selections top-k and top-p sampling make without sorting, against NumPy's
+    sort on rows of 1,000 entries (wide enough for the blocked top-k), ties included."""
+    from keras_luong.samplers.sampling import nucleus_threshold
+    from keras_luong.samplers.top_k import kth_largest
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(6, 1000)).astype("float32") * 3
+    logits[1, :40] = logits[1].max() + 1.0  # ties at the top
+    for k in (1, 10, 50):
+        kth = ops.convert_to_numpy(kth_largest(ops.convert_to_tensor(logits), k))
+        np.testing.assert_array_equal(kth[:, 0], -np.sort(-logits, axis=1)[:, k - 1])
+    probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probabilities /= probabilities.sum(axis=1, keepdims=True)
+    for top_p in (0.3, 0.9, 0.999):
+        least = ops.convert_to_numpy(
+            nucleus_threshold(ops.convert_to_tensor(probabilities), top_p)
+        )[:, 0]
+        largest_first = -np.sort(-probabilities, axis=1)
+        before = np.cumsum(largest_first, axis=1) - largest_first
+        expected = np.where(before < top_p, largest_first, 2.0).min(axis=1)
+        # The same tokens kept: none between the threshold found and the nucleus' least.
+        np.testing.assert_array_equal(
+            probabilities >= least[:, None], probabilities >= expected[:, None]
+        )
+        assert np.all(least <= expected) and np.all(expected - least < 1e-6)

@@ -92,6 +92,13 @@ class Seq2SeqGenerator(keras.Model):
             prefix = ops.cast(prefix, "int32")
             if beams > 1:
                 prefix = ops.repeat(prefix, beams, axis=0)
+            prefix_steps = ops.max(ops.sum(ops.cast(ops.not_equal(prefix, 0), "int32"), axis=1))
+
+            def follow_prefix(logits, position):
+                """Within its prefix, a row's one possible token is the prefix's."""
+                forced = ops.take(prefix, position, axis=1)[:, None]
+                only_forced = ops.where(ops.equal(ids, forced), 0.0, MASKED_SCORE)
+                return ops.where(ops.not_equal(forced, 0), only_forced, logits)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
         # reads each step's attention from the cache, sampling its uniform numbers.
@@ -114,10 +121,12 @@ class Seq2SeqGenerator(keras.Model):
             if self.row_bounds:  # the position generated now is index - 1
                 ended = ops.greater_equal(index - 1, bounds)[:, None]
                 logits = ops.where(ended, only_stop[None], logits)
-            if self.prefixed:  # within its prefix, a row's one possible token is the prefix's
-                forced = ops.take(prefix, index - 1, axis=1)[:, None]
-                only_forced = ops.where(ops.equal(ids, forced), 0.0, MASKED_SCORE)
-                logits = ops.where(ops.not_equal(forced, 0), only_forced, logits)
+            if self.prefixed:  # past the longest prefix, no step pays for it
+                logits = ops.cond(
+                    ops.less(index - 1, prefix_steps),
+                    lambda: follow_prefix(logits, index - 1),
+                    lambda: logits,
+                )
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}

@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers.base import Sampler
+from keras_luong.samplers.top_k import kth_largest
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -96,14 +97,11 @@ class RandomSampler(Sampler):
     def next_token(self, logits, cache, index):
         logits = self.apply_temperature(logits)
         if self.top_k and self.top_k < logits.shape[-1]:
-            kth = ops.top_k(logits, self.top_k, sorted=True)[0][:, -1:]
+            kth = kth_largest(logits, self.top_k)
             logits = ops.where(ops.less(logits, kth), MASKED_SCORE, logits)
         probabilities = ops.softmax(logits, axis=-1)
         if self.top_p < 1:
-            largest_first = ops.flip(ops.sort(probabilities, axis=-1), axis=-1)
-            before = ops.cumsum(largest_first, axis=-1) - largest_first
-            kept = ops.where(ops.less(before, self.top_p), largest_first, 2.0)
-            least = ops.min(kept, axis=-1, keepdims=True)  # the nucleus' least probability
+            least = nucleus_threshold(probabilities, self.top_p)
             probabilities = ops.where(ops.less(probabilities, least), 0.0, probabilities)
         cumulative = ops.cumsum(probabilities, axis=-1)
         uniform = ops.cast(cache["noise"], "float32")[:, index]
@@ -116,6 +114,26 @@ class RandomSampler(Sampler):
         config = super().get_config()
         config.update({"top_k": self.top_k, "top_p": self.top_p, "seed": self.seed})
         return config
+
+
+# Halvings of the search for the nucleus' least probability: its error is 2^-30 of the row's
+# largest probability, far below float32's spacing around the probabilities it separates.
+NUCLEUS_HALVINGS = 30
+
+
+def nucleus_threshold(probabilities, top_p):
+    """The least probability of each row's nucleus `(rows, 1)`: the largest `t` whose
+    probabilities `>= t` add up to `top_p` or more, found by halving `[0, max]` rather than by
+    sorting the row (a masked sum over the row per halving; XLA's sort on a CPU took 54x
+    greedy decoding's time at 8,000 ids)."""
+    low = ops.zeros_like(probabilities[:, :1])
+    high = ops.max(probabilities, axis=-1, keepdims=True)
+    for _ in range(NUCLEUS_HALVINGS):
+        middle = (low + high) / 2
+        mass = ops.sum(ops.where(probabilities >= middle, probabilities, 0.0), axis=-1)
+        enough = ops.greater_equal(mass, top_p)[:, None]
+        low, high = ops.where(enough, middle, low), ops.where(enough, high, middle)
+    return low
 
 
 def uniform_noise(rng, rows, positions):

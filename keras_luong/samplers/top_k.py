@@ -79,3 +79,13 @@ def _top_k_rounds(x, k, positions, sentinel):
         if i < k - 1:  # the entry found is out of the next rounds
             x = ops.where(ops.equal(positions, best[:, None]), float("-inf"), x)
     return ops.stack(indices, axis=1)
+
+
+def kth_largest(x, k):
+    """The `k`-th largest entry of each row of `x` `(rows, size)`, as `(rows, 1)`: a value
+    only, so ties do not matter. torch's own `topk` on torch (sampling's top-k cost 1.36x
+    greedy decoding's time on a 2-core CPU, against 1.65x by `top_k_indices`);
+    `top_k_indices` elsewhere (XLA's `top_k` on a CPU took 45x)."""
+    if keras.backend.backend() == "torch":
+        return ops.top_k(x, k, sorted=True)[0][:, -1:]
+    return take_along_rows(x, top_k_indices(x, k)[:, -1:])
