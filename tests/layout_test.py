@@ -34,6 +34,7 @@ FLOORS = {
     # The package's public face (`keras_luong/__init__.py`), then the command lines, which
     # may use it (`translate` imports every public class so that `load_model` finds them).
     "": 6,
+    "tfa": 6,  # the tensorflow-addons adapter, over the layers below
     "prepare": 7,
     "train": 7,
     "translate": 7,

@@ -55,20 +55,9 @@ def sequence_loss(
     >>> round(float(sequence_loss(logits, targets, weights)), 4)  # -log 0.5
     0.6931
     """
-    flags = {
-        "average_across_timesteps": average_across_timesteps,
-        "average_across_batch": average_across_batch,
-        "sum_over_timesteps": sum_over_timesteps,
-        "sum_over_batch": sum_over_batch,
-    }
-    # An average and a sum together are ambiguous (tensorflow-addons refuses them too).
-    for average in ("average_across_timesteps", "average_across_batch"):
-        for total in ("sum_over_timesteps", "sum_over_batch"):
-            if flags[average] and flags[total]:
-                raise ValueError(
-                    f"{average} and {total} cannot both be True. "
-                    f"Received: {average}=True, {total}=True"
-                )
+    check_reduction(
+        average_across_timesteps, average_across_batch, sum_over_timesteps, sum_over_batch
+    )
     label_smoothing = check_rate("label_smoothing", label_smoothing)
     logits = ops.convert_to_tensor(logits)
     if len(logits.shape) != 3:
@@ -79,11 +68,54 @@ def sequence_loss(
     logits = ops.cast(logits, "float32")
     targets = ops.cast(targets, "int32")
     crossent = smoothed_crossentropy(logits, targets, label_smoothing)
-    weights = ops.ones_like(crossent) if weights is None else ops.cast(weights, "float32")
+    return reduce_sequence_loss(
+        crossent,
+        weights,
+        average_across_timesteps,
+        average_across_batch,
+        sum_over_timesteps,
+        sum_over_batch,
+    )
+
+
+def check_reduction(
+    average_across_timesteps, average_across_batch, sum_over_timesteps, sum_over_batch
+):
+    """A `ValueError` for an average and a sum together: their order would be ambiguous
+    (tensorflow-addons refuses them too)."""
+    flags = {
+        "average_across_timesteps": average_across_timesteps,
+        "average_across_batch": average_across_batch,
+        "sum_over_timesteps": sum_over_timesteps,
+        "sum_over_batch": sum_over_batch,
+    }
+    for average in ("average_across_timesteps", "average_across_batch"):
+        for total in ("sum_over_timesteps", "sum_over_batch"):
+            if flags[average] and flags[total]:
+                raise ValueError(
+                    f"{average} and {total} cannot both be True because of ambiguous order. "
+                    f"Received: {average}=True, {total}=True"
+                )
+
+
+def reduce_sequence_loss(
+    crossent,
+    weights=None,
+    average_across_timesteps=True,
+    average_across_batch=True,
+    sum_over_timesteps=False,
+    sum_over_batch=False,
+):
+    """The token losses `crossent` `(B, T)` weighted by `weights` `(B, T)` (ones when `None`)
+    and reduced as `sequence_loss`'s flags say (checked by `check_reduction`)."""
+    check_reduction(
+        average_across_timesteps, average_across_batch, sum_over_timesteps, sum_over_batch
+    )
+    weights = ops.ones_like(crossent) if weights is None else ops.cast(weights, crossent.dtype)
     crossent = crossent * weights
 
     def count(axis=None):
-        return ops.sum(ops.cast(ops.not_equal(weights, 0), "float32"), axis=axis)
+        return ops.sum(ops.cast(ops.not_equal(weights, 0), crossent.dtype), axis=axis)
 
     if average_across_timesteps and average_across_batch:
         return ops.divide_no_nan(ops.sum(crossent), ops.sum(weights))
