@@ -48,8 +48,7 @@ PAGES = {
     "api/luong_seq2seq.md": [],
     "api/scheduled_sampling.md": [],
     "migrating.md": [
-        "(2, 7)",
-        "(6, 7, 12)",
+        "(2, 5, 30)\n2 3\n",
         "(2, 5, 30)",
         "(2, 20)",
         "(2, 5, 16) (2, 12)",

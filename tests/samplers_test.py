@@ -135,7 +135,8 @@ def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     vocabulary` scores are) against numpy's stable sort: the k largest, largest first, the
     lower index first on ties. Few distinct values, so ties fall across block borders; 4001
     is prime (the last block is padded); one row has a single finite maximum in a sea of the
-    masked score. The same within `loops.unrolled` (traced for torch.export), whose gathers
+    masked score; one is `-inf` but for its first entry (a beam with no hypothesis yet), so
+    that the entries found must not be found again. The same within `loops.unrolled` (traced for torch.export), whose gathers
     are taken from flat rows."""
     from keras_luong.backend.loops import unrolled as unrolled_loops
     from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
@@ -145,6 +146,8 @@ def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     x[1] = -1e9
     x[1, size // 2] = 0.0
     x[2, -1] = 10.0  # the best entry in the last (padded) block
+    x[3] = -np.inf
+    x[3, 0] = 1.0
     with unrolled_loops() if unrolled else contextlib.nullcontext():
         got = ops.convert_to_numpy(_top_k_indices(ops.convert_to_tensor(x), k))
     np.testing.assert_array_equal(got, np.argsort(-x, axis=1, kind="stable")[:, :k])

@@ -127,6 +127,17 @@ def on_cpu(x):
     return getattr(getattr(x, "device", None), "type", "cpu") == "cpu"
 
 
+def known_values(x):
+    """`x` as a NumPy array where its values are known (run eagerly), else `None` (traced by
+    a compiled backend, or Keras' symbolic shape inference): what a Python loop may branch on."""
+    if x is None or keras.backend.is_keras_tensor(x):
+        return None
+    try:
+        return ops.convert_to_numpy(x)
+    except Exception:  # a tracer or a graph tensor: no values until it runs
+        return None
+
+
 def _values_known(mask):
     """Whether a loop may read `mask`'s values: on eager torch, outside Keras' shape
     inference and an export's trace. Compiled backends trace, and have none."""

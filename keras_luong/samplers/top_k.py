@@ -57,7 +57,13 @@ def _block_size(size, k):
 def _top_k_rounds(x, k, positions, sentinel):
     """`k` rounds of max, then the smallest of `positions` (int32, broadcast to `x`) among
     the entries equal to it: the positions of the `k` largest entries, largest first.
-    `sentinel` is larger than every position, and positions increase along each row."""
+    `sentinel` is larger than every position, and positions increase along each row.
+
+    An entry found drops to `-inf`; the row's own `-inf` entries (a beam with no hypothesis
+    yet) are raised to a finite lowest value first, so that one found never ties with one
+    not found yet."""
+    lowest = -65504.0 if keras.backend.standardize_dtype(x.dtype) == "float16" else -3.0e38
+    x = ops.maximum(x, ops.cast(lowest, x.dtype))
     indices = []
     if keras.backend.backend() == "torch":
         # torch's argmax gives the first of equal maxima, which is the smallest position

@@ -287,9 +287,7 @@ def test_missing_embedding_fn():
     beam_width = 4
     cell = tf.keras.layers.LSTMCell(5)
     decoder = beam_search_decoder.BeamSearchDecoder(cell, beam_width=beam_width)
-    initial_state = cell.get_initial_state(
-        batch_size=batch_size * beam_width, dtype=tf.float32
-    )
+    initial_state = cell.get_initial_state(batch_size=batch_size * beam_width)  # keras-luong: Keras 3 cells take no dtype
     start_tokens = tf.ones([batch_size], dtype=tf.int32)
     end_token = tf.constant(2, dtype=tf.int32)
     with pytest.raises(ValueError):
@@ -472,7 +470,7 @@ def test_large_beam_step():
         )
 
         log_prob_zeros = tf.zeros([batch_size, beam_width], dtype=tf.float32)
-        log_prob_neg_inf = tf.ones([batch_size, beam_width], dtype=tf.float32) * -np.Inf
+        log_prob_neg_inf = tf.ones([batch_size, beam_width], dtype=tf.float32) * -np.inf  # keras-luong: NumPy 2 has no np.Inf
 
         log_probs = tf.where(log_prob_mask, log_prob_zeros, log_prob_neg_inf)
         return log_probs
@@ -529,7 +527,7 @@ def test_large_beam_step():
     assert outputs_.predicted_ids[0, 0] == 3
     assert outputs_.predicted_ids[0, 1] == 2
     assert outputs_.predicted_ids[1, 0] == 1
-    neg_inf = -np.Inf
+    neg_inf = -np.inf  # keras-luong: NumPy 2 has no np.Inf
     np.testing.assert_equal(
         next_state_.log_probs[:, -3:].numpy(),
         np.asanyarray([[neg_inf, neg_inf, neg_inf], [neg_inf, neg_inf, neg_inf]]),
@@ -614,9 +612,7 @@ def test_beam_search_decoder(
                 tiled_memory, memory_sequence_length=tiled_memory_sequence_length
             )
 
-        cell_state = cell.get_initial_state(
-            batch_size=batch_size_tensor * beam_width, dtype=tf.float32
-        )
+        cell_state = cell.get_initial_state(batch_size=batch_size_tensor * beam_width)  # keras-luong: Keras 3 cells take no dtype
 
         return bsd(
             embedding,

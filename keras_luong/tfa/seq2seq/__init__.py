@@ -4,13 +4,15 @@
 
     attention = tfa.seq2seq.LuongAttention(units, memory, memory_sequence_length=lengths)
 
-The modules are tensorflow-addons' own (`attention_wrapper`, `beam_search_decoder`, `loss`),
-so `from keras_luong.tfa.seq2seq import attention_wrapper` works as it did. A tensorflow-addons
-name this namespace does not provide yet raises an `AttributeError` that names what to use.
+Every public name of tensorflow-addons' `tfa.seq2seq` is here, and its modules
+(`attention_wrapper`, `basic_decoder`, `beam_search_decoder`, `decoder`, `loss`, `sampler`) too,
+so `from keras_luong.tfa.seq2seq import attention_wrapper` works as it did.
 """
 
 from keras_luong.tfa.seq2seq.attention_wrapper import (
     AttentionMechanism,
+    AttentionWrapper,
+    AttentionWrapperState,
     BahdanauAttention,
     BahdanauMonotonicAttention,
     LuongAttention,
@@ -19,16 +21,50 @@ from keras_luong.tfa.seq2seq.attention_wrapper import (
     monotonic_attention,
     safe_cumprod,
 )
+from keras_luong.tfa.seq2seq.basic_decoder import BasicDecoder, BasicDecoderOutput
 from keras_luong.tfa.seq2seq.beam_search_decoder import (
+    BeamSearchDecoder,
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    FinalBeamSearchDecoderOutput,
     gather_tree,
     gather_tree_from_array,
     tile_batch,
 )
+from keras_luong.tfa.seq2seq.decoder import BaseDecoder, Decoder, dynamic_decode
 from keras_luong.tfa.seq2seq.loss import SequenceLoss, sequence_loss
-from keras_luong.tfa.seq2seq.not_yet import not_provided_yet
+from keras_luong.tfa.seq2seq.sampler import (
+    CustomSampler,
+    GreedyEmbeddingSampler,
+    InferenceSampler,
+    SampleEmbeddingSampler,
+    Sampler,
+    ScheduledEmbeddingTrainingSampler,
+    ScheduledOutputTrainingSampler,
+    TrainingSampler,
+)
 
 __all__ = [
     "AttentionMechanism",
+    "AttentionWrapper",
+    "AttentionWrapperState",
+    "BaseDecoder",
+    "BasicDecoder",
+    "BasicDecoderOutput",
+    "BeamSearchDecoder",
+    "BeamSearchDecoderOutput",
+    "BeamSearchDecoderState",
+    "CustomSampler",
+    "Decoder",
+    "FinalBeamSearchDecoderOutput",
+    "GreedyEmbeddingSampler",
+    "InferenceSampler",
+    "SampleEmbeddingSampler",
+    "Sampler",
+    "ScheduledEmbeddingTrainingSampler",
+    "ScheduledOutputTrainingSampler",
+    "TrainingSampler",
+    "dynamic_decode",
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
     "LuongAttention",
@@ -42,5 +78,3 @@ __all__ = [
     "sequence_loss",
     "tile_batch",
 ]
-
-__getattr__ = not_provided_yet("keras_luong.tfa.seq2seq")

@@ -1,128 +1,261 @@
-"""tensorflow-addons' beam search helpers: `tile_batch`, `gather_tree` and
-`gather_tree_from_array`, in `keras.ops` (time-major, as tensorflow-addons lays them out)."""
+"""tensorflow-addons' `BeamSearchDecoder`, in `keras.ops`. The module hands on, as
+tensorflow-addons' did, the state and output types and the step (`beam_search_step`) and the
+helpers `tile_batch`, `gather_tree` and `gather_tree_from_array` (`beam_paths`)."""
 
 import keras
-import numpy as np
 from keras import ops
 
+from keras_luong.checks import check_integer
+from keras_luong.tfa.seq2seq.beam_paths import gather_tree, gather_tree_from_array, tile_batch
+from keras_luong.tfa.seq2seq.beam_search_step import (
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    FinalBeamSearchDecoderOutput,
+    StaticShape,
+    _attention_probs,
+    _beam_search_step,
+    _mask_probs,  # noqa: F401 (tensorflow-addons' own tests call it from this module)
+    _merge_beams,
+    _split_beams,
+)
+from keras_luong.tfa.seq2seq.decoder import BaseDecoder, check_callable, check_cell
+from keras_luong.tfa.seq2seq.wrapper import AlignmentHistory
 
-def tile_batch(t, multiplier, name=None):
-    """Repeats each batch entry of `t` (or of every tensor of a nested structure)
-    `multiplier` times in place: `[batch, ...]` becomes `[batch * multiplier, ...]` holding
-    `t[0], t[0], ..., t[1], t[1], ...`, as a memory is laid out for beam search.
+__all__ = [
+    "BeamSearchDecoder",
+    "BeamSearchDecoderOutput",
+    "BeamSearchDecoderState",
+    "FinalBeamSearchDecoderOutput",
+    "gather_tree",
+    "gather_tree_from_array",
+    "tile_batch",
+]
+
+
+class BeamSearchDecoder(BaseDecoder):
+    """Beam search over a cell: tensorflow-addons' `BeamSearchDecoder`.
+
+    The cell's initial state and the attention's memory hold `batch_size * beam_width` rows
+    (`tile_batch`). Called on an embedding matrix (or with `embedding_fn`) with
+    `start_tokens=` `[batch_size]`, `end_token=` and `initial_state=`, it returns
+    `(FinalBeamSearchDecoderOutput, BeamSearchDecoderState, lengths)`:
+    `predicted_ids` `[batch_size, time, beam_width]` (best beam first; time first with
+    `output_time_major=True`) and `beam_search_decoder_output.scores`. Beams are ranked by
+    `log p / ((5 + length) / 6) ** length_penalty_weight`, plus GNMT's coverage penalty on the
+    beams that have ended with `coverage_penalty_weight`. keras-luong's own beam search is
+    `generate(sampler=BeamSearchSampler(num_beams, length_penalty))`.
 
     Args:
-        t: A tensor `[batch, ...]`, or a nested structure of them.
-        multiplier: The number of copies of each entry (the beam width).
-        name: Unused (tensorflow-addons' name scope).
+        cell: A Keras RNN cell (or `AttentionWrapper`).
+        beam_width: The number of beams, a positive integer.
+        embedding_fn: Optional function from ids to the cell's inputs. Without it, the call's
+            first argument is an embedding matrix `[vocabulary, depth]`.
+        output_layer: Optional layer from the cell's output to the logits.
+        length_penalty_weight: GNMT's length penalty weight. Defaults to 0.
+        coverage_penalty_weight: GNMT's coverage penalty weight (needs an
+            `AttentionWrapper`). Defaults to 0.
+        reorder_tensor_arrays: Whether an `AttentionWrapper`'s alignment history is reordered
+            along the final beams. Defaults to `True`.
+        output_all_scores: Whether each step outputs the scores of every candidate
+            (`[batch, beam, vocabulary]`) rather than of the beams kept. Defaults to `False`.
+        output_time_major: Whether the outputs are `[time, batch, ...]`. Defaults to
+            `False`.
+        impute_finished: Whether a finished row's outputs are zeroed and its state kept.
+            Defaults to `False`.
+        maximum_iterations: Optional bound on the number of steps (needed where the loop is
+            traced, unless the inputs' length bounds it).
+        parallel_iterations: Unused (tensorflow-addons' `tf.while_loop` argument).
+        swap_memory: Unused (tensorflow-addons' `tf.while_loop` argument).
+        **kwargs: Base layer keyword arguments, such as `name`.
     """
 
-    def tile(x):
-        x = ops.convert_to_tensor(x)
-        if len(x.shape) < 1:
+    tracks_own_finished = True
+
+    def __init__(
+        self,
+        cell,
+        beam_width,
+        embedding_fn=None,
+        output_layer=None,
+        length_penalty_weight=0.0,
+        coverage_penalty_weight=0.0,
+        reorder_tensor_arrays=True,
+        output_all_scores=False,
+        **kwargs,
+    ):
+        check_cell(cell)
+        check_callable("embedding_fn", embedding_fn)
+        super().__init__(**kwargs)
+        self._cell = cell
+        self._beam_width = check_integer("beam_width", beam_width, minimum=1)
+        self._embedding_fn = embedding_fn
+        self._output_layer = output_layer
+        self._length_penalty_weight = float(length_penalty_weight)
+        self._coverage_penalty_weight = float(coverage_penalty_weight)
+        self._reorder_tensor_arrays = reorder_tensor_arrays
+        self._output_all_scores = output_all_scores
+
+    def call(self, embedding, start_tokens=None, end_token=None, initial_state=None, training=None):
+        return self._decode(
+            embedding,
+            {"start_tokens": start_tokens, "end_token": end_token, "initial_state": initial_state},
+            training,
+        )
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    def _logits_size(self):
+        size = self._cell.output_size
+        if self._output_layer is None:
+            return size
+        return self._output_layer.compute_output_shape((None, size))[-1]
+
+    @property
+    def output_size(self):
+        """The shapes of one step's output per batch entry: `BeamSearchDecoderOutput` of
+        `StaticShape`s."""
+        beam = self._beam_width
+        scores = (beam, self._logits_size()) if self._output_all_scores else (beam,)
+        return BeamSearchDecoderOutput(
+            scores=StaticShape(scores),
+            predicted_ids=StaticShape((beam,)),
+            parent_ids=StaticShape((beam,)),
+        )
+
+    @property
+    def output_dtype(self):
+        return BeamSearchDecoderOutput(scores="float32", predicted_ids="int32", parent_ids="int32")
+
+    def initialize(self, embedding, start_tokens=None, end_token=None, initial_state=None):
+        """`(finished, start_inputs, initial_state)`: only the first beam of each batch entry
+        is live at first (the others start finished at log-probability `-inf`), so that the
+        beams differ.
+
+        Args:
+            embedding: The embedding matrix `[vocabulary, depth]`, or `None` with
+                `embedding_fn`.
+            start_tokens: The first ids `[batch_size]`.
+            end_token: The id that ends a beam.
+            initial_state: The cell's state, `[batch_size * beam_width, ...]`.
+        """
+        if embedding is not None and self._embedding_fn is not None:
             raise ValueError(
-                "Invalid value for argument t. Expected tensors of rank 1 or more. "
-                f"Received: t.shape={tuple(x.shape)}"
+                "You can either set embedding_fn or pass embedding at init time, not both."
             )
-        return ops.repeat(x, multiplier, axis=0)
+        if embedding is None and self._embedding_fn is None:
+            raise ValueError("You have to either set embedding_fn or pass embedding at init time.")
+        embed = self._embedding_fn
+        if embedding is not None:
+            matrix = ops.convert_to_tensor(embedding)
 
-    return keras.tree.map_structure(tile, t)
+            def embed(ids):
+                return ops.take(matrix, ids, axis=0)
 
-
-def _reverse_within(x, lengths):
-    """Each column of the time-major `x` `[time, batch, ...]` reversed over its first
-    `lengths[b]` steps, the steps after left in place (`tf.reverse_sequence`)."""
-    steps = ops.arange(ops.shape(x)[0], dtype="int32")[:, None]
-    index = ops.where(steps < lengths[None], lengths[None] - 1 - steps, steps)  # (T, B)
-    index = ops.reshape(index, (*index.shape[:2], *([1] * (len(x.shape) - 2))))
-    return ops.take_along_axis(x, ops.broadcast_to(index, ops.shape(x)), axis=0)
-
-
-def _check_parents(parent_ids, beam_width):
-    """A `ValueError` for a parent index outside `[0, beam_width)`, where the ids are known
-    (not while a function is traced)."""
-    try:
-        parents = ops.convert_to_numpy(parent_ids)
-    except Exception:  # symbolic or traced: nothing to check until it runs
-        return
-    if parents.size and (parents.min() < 0 or parents.max() >= beam_width):
-        bad = parents[(parents < 0) | (parents >= beam_width)]
-        raise ValueError(
-            "All parent ids must be non-negative and less than beam_width "
-            f"({beam_width}). Received: parent ids {np.unique(bad).tolist()}"
+        self._embed = embed
+        start_tokens = ops.cast(start_tokens, "int32")
+        end_token = ops.cast(end_token, "int32")
+        if len(start_tokens.shape) != 1 or len(end_token.shape) != 0:
+            raise ValueError(
+                "Invalid value for arguments start_tokens and end_token. Expected a vector "
+                f"and a scalar. Received: start_tokens.shape={tuple(start_tokens.shape)}, "
+                f"end_token.shape={tuple(end_token.shape)}"
+            )
+        if initial_state is None:
+            raise ValueError(
+                "BeamSearchDecoder needs initial_state: the cell's state for batch_size * "
+                "beam_width rows (cell.get_initial_state(batch_size=batch_size * beam_width))."
+            )
+        beam = self._beam_width
+        self._batch_size = start_tokens.shape[0] or ops.shape(start_tokens)[0]
+        self._start_tokens, self._end_token = start_tokens, end_token
+        self._start_inputs = embed(
+            ops.broadcast_to(start_tokens[:, None], (self._batch_size, beam))
         )
-
-
-def gather_tree(step_ids, parent_ids, max_sequence_lengths, end_token):
-    """The full beams from the ids chosen at each step and the beams they extend:
-    tensorflow-addons' `gather_tree`.
-
-    Args:
-        step_ids: The ids chosen at each step, int32 `[max_time, batch_size, beam_width]`.
-        parent_ids: The beam each id extends, int32 `[max_time, batch_size, beam_width]`.
-        max_sequence_lengths: The number of steps of each batch entry, `[batch_size]`.
-        end_token: The end id: past a beam's first end id, every id is the end id.
-
-    Returns:
-        int32 `[max_time, batch_size, beam_width]`: each beam's ids from its first step.
-    """
-    step_ids = ops.cast(step_ids, "int32")
-    parent_ids = ops.cast(parent_ids, "int32")
-    if len(step_ids.shape) != 3 or len(parent_ids.shape) != 3:
-        raise ValueError(
-            "Invalid value for arguments step_ids and parent_ids. Expected "
-            "[max_time, batch_size, beam_width]. Received: step_ids.shape="
-            f"{tuple(step_ids.shape)}, parent_ids.shape={tuple(parent_ids.shape)}"
+        first = ops.equal(ops.arange(beam, dtype="int32"), 0)[None]
+        finished = ops.broadcast_to(ops.logical_not(first), (self._batch_size, beam))
+        log_probs = ops.broadcast_to(ops.where(first, 0.0, float("-inf")), (self._batch_size, beam))
+        cell_state = keras.tree.map_structure(
+            lambda x: _split_beams(x, self._batch_size, beam), initial_state
         )
-    max_time = ops.shape(parent_ids)[0]
-    beam_width = parent_ids.shape[2]
-    lengths = ops.minimum(ops.cast(max_sequence_lengths, "int32"), max_time)
-    in_time = (ops.arange(max_time, dtype="int32")[:, None] < lengths[None])[..., None]
-    end = ops.cast(end_token, "int32")
-    step_ids = ops.where(in_time, step_ids, end)
-    parent_ids = ops.where(in_time, parent_ids, 0)
-    _check_parents(parent_ids, beam_width)
-    reversed_ids = _reverse_within(step_ids, lengths)
-    reversed_parents = _reverse_within(parent_ids, lengths)
-
-    def back(parent, step):  # one step back along each beam's ancestors
-        ids, parents = step
-        return ops.take_along_axis(parents, parent, axis=1), ops.take_along_axis(
-            ids, parent, axis=1
+        attention = _attention_probs(cell_state, self._coverage_penalty_weight)
+        accumulated = () if attention is None else ops.zeros_like(attention)
+        state = BeamSearchDecoderState(
+            cell_state=cell_state,
+            log_probs=log_probs,
+            finished=finished,
+            lengths=ops.zeros((self._batch_size, beam), "int32"),
+            accumulated_attention_probs=accumulated,
         )
+        return finished, self._start_inputs, state
 
-    _, earlier = ops.scan(back, reversed_parents[0], (reversed_ids[1:], reversed_parents[1:]))
-    beams = ops.concatenate([reversed_ids[:1], earlier], axis=0)
-    beams = _reverse_within(beams, lengths)
-    # Only end ids after the first end id.
-    before_end = ops.cumsum(ops.cast(ops.equal(beams, end), "int32"), axis=0) == 0
-    return ops.where(before_end, beams, end)
+    def step(self, time, inputs, state, training=None):
+        """One step: `(BeamSearchDecoderOutput, next_state, next_inputs, finished)`.
 
+        Args:
+            time: The step's index.
+            inputs: The step's inputs.
+            state: The state before the step.
+            training: Whether the cell runs in training mode.
+        """
+        cell_state = keras.tree.map_structure(_merge_beams, state.cell_state)
+        cell_outputs, next_cell_state = self._cell(
+            _merge_beams(inputs), cell_state, training=training
+        )
+        if isinstance(cell_state, (list, tuple)) and not hasattr(cell_state, "_fields"):
+            next_cell_state = keras.tree.pack_sequence_as(
+                cell_state, keras.tree.flatten(next_cell_state)
+            )
+        next_cell_state = keras.tree.map_structure(
+            lambda x: _split_beams(x, self._batch_size, self._beam_width), next_cell_state
+        )
+        if self._output_layer is not None:
+            cell_outputs = self._output_layer(cell_outputs)
+        logits = _split_beams(cell_outputs, -1, self._beam_width)
+        output, next_state = _beam_search_step(
+            time=time,
+            logits=logits,
+            next_cell_state=next_cell_state,
+            beam_state=state,
+            batch_size=self._batch_size,
+            beam_width=self._beam_width,
+            end_token=self._end_token,
+            length_penalty_weight=self._length_penalty_weight,
+            coverage_penalty_weight=self._coverage_penalty_weight,
+            output_all_scores=self._output_all_scores,
+        )
+        finished = next_state.finished
+        next_inputs = ops.where(
+            ops.all(finished), self._start_inputs, self._embed(output.predicted_ids)
+        )
+        return output, next_state, next_inputs, finished
 
-def gather_tree_from_array(t, parent_ids, sequence_length):
-    """Per-step values reordered along each final beam's ancestors: tensorflow-addons'
-    `gather_tree_from_array`.
+    def finalize(self, outputs, final_state, sequence_lengths):
+        """The beams' ids from their first step (`gather_tree` along the back-pointers), and
+        (with `reorder_tensor_arrays`) the alignment histories reordered the same way and
+        stacked.
 
-    Args:
-        t: The stacked values of each step, `[max_time, batch_size, beam_width, ...]` or
-            `[max_time, batch_size * beam_width, ...]`.
-        parent_ids: The beam each step's hypothesis extends, `[max_time, batch_size,
-            beam_width]`.
-        sequence_length: Each beam's length `[batch_size, beam_width]`: steps past it keep
-            their own beam's values.
-    """
-    t = ops.convert_to_tensor(t)
-    parent_ids = ops.cast(parent_ids, "int32")
-    max_time, batch_size, beam_width = parent_ids.shape
-    beam_ids = ops.broadcast_to(
-        ops.arange(beam_width, dtype="int32")[None, None], ops.shape(parent_ids)
-    )
-    lengths = ops.cast(sequence_length, "int32")
-    sorted_beam_ids = gather_tree(beam_ids, parent_ids, ops.max(lengths, axis=1), beam_width + 1)
-    steps = ops.arange(ops.shape(parent_ids)[0], dtype="int32")[:, None, None]
-    in_bound = steps < lengths[None]
-    sorted_beam_ids = ops.where(in_bound, sorted_beam_ids, beam_ids)
-    shape = ops.shape(t)
-    grouped = ops.reshape(t, (shape[0], batch_size, beam_width, -1))
-    ordered = ops.take_along_axis(grouped, sorted_beam_ids[..., None], axis=2)
-    return ops.reshape(ordered, shape)
+        Args:
+            outputs: The steps' `BeamSearchDecoderOutput`s, stacked time first.
+            final_state: The last `BeamSearchDecoderState`.
+            sequence_lengths: The lengths `dynamic_decode` counted (the state's own are used).
+        """
+        max_lengths = ops.max(final_state.lengths, axis=1)
+        predicted_ids = gather_tree(
+            outputs.predicted_ids, outputs.parent_ids, max_lengths, self._end_token
+        )
+        if self._reorder_tensor_arrays:
+            # As tensorflow-addons does, a history comes back stacked, `[time, batch_size *
+            # beam_width, ...]`, each beam's row at each step its ancestor's.
+            def reorder(history):
+                if not isinstance(history, AlignmentHistory) or not history.steps:
+                    return history
+                return gather_tree_from_array(
+                    history.stack(), outputs.parent_ids, final_state.lengths
+                )
+
+            final_state = final_state._replace(
+                cell_state=keras.tree.map_structure(reorder, final_state.cell_state)
+            )
+        return FinalBeamSearchDecoderOutput(predicted_ids, outputs), final_state

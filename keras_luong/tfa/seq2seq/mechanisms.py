@@ -17,6 +17,7 @@ from keras_luong.attention.bahdanau_attention import (
 )
 from keras_luong.attention.global_attention import GlobalAttention
 from keras_luong.attention.monotonic_attention import safe_cumprod as exclusive_safe_cumprod
+from keras_luong.backend.loops import known_values
 from keras_luong.checks import MASKED_SCORE, check_one_of
 
 
@@ -85,9 +86,28 @@ class AttentionMechanism(keras.layers.Layer):
     """
 
     def __init__(self, **kwargs):
-        kwargs.pop("memory_layer", None)  # tensorflow-addons' config entries for its layers
-        kwargs.pop("query_layer", None)
+        # tensorflow-addons' own projection layers: the adapter's kernels take their
+        # initializers (a config's entries for them are dicts, and are dropped).
+        layers = {name: kwargs.pop(name, None) for name in ("memory_layer", "query_layer")}
         super().__init__(**kwargs)
+        self._given_layers = {}
+        for name, layer in layers.items():
+            if layer is None or isinstance(layer, dict):
+                continue
+            if (
+                not isinstance(layer, keras.layers.Dense)
+                or layer.use_bias
+                or layer.activation
+                not in (
+                    None,
+                    keras.activations.linear,
+                )
+            ):
+                raise ValueError(
+                    f"Invalid value for argument {name}. The adapter takes a Dense layer without "
+                    f"bias or activation, for its kernel's initializer. Received: {name}={layer!r}"
+                )
+            self._given_layers[name] = layer
         self.supports_masking = True
         self.values = self.keys = self.batch_size = None
         self._memory = self._mask = self._given_memory = None
@@ -114,8 +134,20 @@ class AttentionMechanism(keras.layers.Layer):
 
     def _build_attention(self, query_depth, memory_shape):
         """Builds `self.attention` for queries of `query_depth` over `memory_shape`."""
-        if not self.attention.built:
-            self.attention.build((None, query_depth), tuple(memory_shape))
+        if self.attention.built:
+            return
+        self.attention.build((None, query_depth), tuple(memory_shape))
+        # tensorflow-addons' memory_layer is the key kernel, its query_layer the query's.
+        for name, kernel in (("memory_layer", "key_kernel"), ("query_layer", "query_kernel")):
+            layer, weight = self._given_layers.get(name), getattr(self.attention, kernel, None)
+            if layer is not None and weight is not None:
+                if layer.units != weight.shape[-1]:
+                    raise ValueError(
+                        f"Invalid value for argument {name}: its units ({layer.units}) must be "
+                        f"the mechanism's ({weight.shape[-1]})."
+                    )
+                initializer = keras.initializers.get(layer.kernel_initializer)
+                weight.assign(initializer(weight.shape, dtype=weight.dtype))
 
     def _known_query_depth(self):
         """The query depth before any query is seen (Luong's: `units`), or `None`."""
@@ -154,10 +186,11 @@ class AttentionMechanism(keras.layers.Layer):
             )
         if memory_sequence_length is not None:
             lengths = memory_sequence_length
-            if not keras.backend.is_keras_tensor(lengths) and np.any(np.asarray(lengths) < 1):
+            known = known_values(ops.convert_to_tensor(lengths))
+            if known is not None and np.any(known < 1):
                 raise ValueError(
                     "All values in memory_sequence_length must be greater than zero. "
-                    f"Received: memory_sequence_length={np.asarray(lengths).tolist()}"
+                    f"Received: memory_sequence_length={known.tolist()}"
                 )
             positions = ops.arange(ops.shape(memory)[1], dtype="int32")
             memory_mask = ops.less(positions[None], ops.cast(lengths, "int32")[:, None])
@@ -236,7 +269,7 @@ class AttentionMechanism(keras.layers.Layer):
             batch_size: The number of rows.
             dtype: Their dtype.
         """
-        return ops.zeros((batch_size, self.alignments_size), dtype=dtype)
+        return ops.zeros((batch_size, ops.shape(self.values)[1]), dtype=dtype)
 
     def initial_state(self, batch_size, dtype):
         """The state before the first step: `initial_alignments`.

@@ -46,7 +46,7 @@ class MonotonicMechanism(AttentionMechanism):
     def initial_alignments(self, batch_size, dtype):
         """One-hot at the first position `(batch_size, max_time)`."""
         first = ops.zeros((batch_size,), dtype="int32")
-        return ops.one_hot(first, self.alignments_size, dtype=dtype)
+        return ops.one_hot(first, ops.shape(self.values)[1], dtype=dtype)
 
     def monotonic_config(self):
         return {
