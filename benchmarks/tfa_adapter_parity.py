@@ -10,8 +10,8 @@ mechanism (Luong's, then Bahdanau's normalised) over two sources of lengths 7 an
 `AttentionWrapper(LSTMCell, attention_layer_size=...)` started from an encoder's state by
 `clone(cell_state=...)`, an output `Dense`, and three decoders: `BasicDecoder` with
 `TrainingSampler` (teacher forcing over 5 steps: the logits), with `GreedyEmbeddingSampler`
-(greedy ids) and `BeamSearchDecoder` (3 beams, length penalty 0.6, coverage penalty 0.2: the
-ids `(batch, time, beam)` and the scores). The tensorflow-addons side (TensorFlow 2.15,
+(greedy ids) and `BeamSearchDecoder` (3 beams, length penalty 0 and 1, coverage penalty 0.2:
+the ids `(batch, time, beam)` and the scores). The tensorflow-addons side (TensorFlow 2.15,
 tensorflow-addons 0.23, Keras 2: its own venv, see ../shared/bench/README.md; not a dependency
 of this project) runs it with `import tensorflow_addons as tfa` and saves its weights and
 results; this side runs it with `import keras_luong.tfa as tfa`, gives it the same weights under
@@ -27,6 +27,7 @@ from tfa_parity import run_both_sides
 BATCH, SOURCE, TARGET, EMBED, UNITS, VOCAB = 2, 7, 5, 8, 16, 30
 LENGTHS = np.array([7, 4], "int32")
 BEAMS, STEPS, START, END = 3, 8, 1, 2
+LENGTH_PENALTIES = (0.0, 1.0)
 MECHANISMS = {
     "luong": ("LuongAttention", {}),
     "bahdanau": ("BahdanauAttention", {"normalize": True}),
@@ -91,22 +92,23 @@ def tutorial(tfa, keras, constant, to_numpy, mechanism, weights=None):
 
     tiled = tfa.seq2seq.tile_batch
     attention.setup_memory(tiled(memory, BEAMS), memory_sequence_length=tiled(lengths, BEAMS))
-    beam_search = tfa.seq2seq.BeamSearchDecoder(
-        cell,
-        beam_width=BEAMS,
-        output_layer=projection,
-        length_penalty_weight=0.6,
-        coverage_penalty_weight=0.2,
-        maximum_iterations=STEPS,
-    )
-    final, _, _ = beam_search(
-        embedding,
-        start_tokens=start_tokens,
-        end_token=END,
-        initial_state=initial_state(BATCH * BEAMS, tiled([h, c], BEAMS)),
-    )
-    results["beam_ids"] = to_numpy(final.predicted_ids)
-    results["beam_scores"] = to_numpy(final.beam_search_decoder_output.scores)
+    for penalty in LENGTH_PENALTIES:
+        beam_search = tfa.seq2seq.BeamSearchDecoder(
+            cell,
+            beam_width=BEAMS,
+            output_layer=projection,
+            length_penalty_weight=penalty,
+            coverage_penalty_weight=0.2,
+            maximum_iterations=STEPS,
+        )
+        final, _, _ = beam_search(
+            embedding,
+            start_tokens=start_tokens,
+            end_token=END,
+            initial_state=initial_state(BATCH * BEAMS, tiled([h, c], BEAMS)),
+        )
+        results[f"beam_ids_{penalty}"] = to_numpy(final.predicted_ids)
+        results[f"beam_scores_{penalty}"] = to_numpy(final.beam_search_decoder_output.scores)
     drawn = {key: [to_numpy(w) for w in layer.weights] for key, layer in layers.items()}
     return results, drawn, attention
 
@@ -163,14 +165,14 @@ def main():
         ours, _, _ = tutorial(
             tfa, keras, keras.ops.convert_to_tensor, keras.ops.convert_to_numpy, mechanism, weights
         )
-        for key in ("logits", "beam_scores"):
+        for key in ("logits", *(f"beam_scores_{p}" for p in LENGTH_PENALTIES)):
             difference = float(np.max(np.abs(ours[key] - theirs[key])))
-            print(f"{mechanism:9s} {key:12s} {ours[key].shape}: max |difference| {difference:.2e}")
+            print(f"{mechanism:9s} {key:16s} {ours[key].shape}: max |difference| {difference:.2e}")
             if difference > 1e-4:
                 failed.append(f"{mechanism} {key}")
-        for key in ("greedy_ids", "beam_ids"):
+        for key in ("greedy_ids", *(f"beam_ids_{p}" for p in LENGTH_PENALTIES)):
             same = ours[key].shape == theirs[key].shape and bool(np.all(ours[key] == theirs[key]))
-            print(f"{mechanism:9s} {key:12s} {ours[key].shape}: {'equal' if same else 'DIFFER'}")
+            print(f"{mechanism:9s} {key:16s} {ours[key].shape}: {'equal' if same else 'DIFFER'}")
             if not same:
                 failed.append(f"{mechanism} {key}")
     print(f"keras-luong.tfa on {keras.backend.backend()} vs tensorflow-addons 0.23")

@@ -49,6 +49,7 @@ PAGES = {
     "api/scheduled_sampling.md": [],
     "migrating.md": [
         "(2, 5, 30)\n2 3\n",
+        "True\n8\n",
         "(2, 5, 30)",
         "(2, 20)",
         "(2, 5, 16) (2, 12)",

@@ -136,8 +136,8 @@ def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     lower index first on ties. Few distinct values, so ties fall across block borders; 4001
     is prime (the last block is padded); one row has a single finite maximum in a sea of the
     masked score; one is `-inf` but for its first entry (a beam with no hypothesis yet), so
-    that the entries found must not be found again. The same within `loops.unrolled` (traced for torch.export), whose gathers
-    are taken from flat rows."""
+    that the entries found must not be found again. The same within `loops.unrolled` (traced
+    for torch.export), whose gathers are taken from flat rows."""
     from keras_luong.backend.loops import unrolled as unrolled_loops
     from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
 
