@@ -21,7 +21,7 @@ import tensorflow as tf
 from keras_luong.tfa.seq2seq import basic_decoder
 from keras_luong.tfa.seq2seq import decoder
 from keras_luong.tfa.seq2seq import sampler as sampler_py
-import tfa_utils as test_utils  # keras-luong: tensorflow-addons' test_utils, its one function used here
+from . import tfa_utils as test_utils  # keras-luong: tensorflow-addons' test_utils, its one function used here
 
 
 @pytest.mark.usefixtures("maybe_run_functions_eagerly")
