@@ -57,7 +57,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=64, help="training batch size")
     parser.add_argument("--beam-width", type=int, default=4, help="beams of the beam search")
     parser.add_argument(
-        "--length-penalty", type=float, default=0.0, help="GNMT's alpha for beam search"
+        "--length-penalty", type=float, default=1.0, help="GNMT's alpha for beam search"
     )
     parser.add_argument("--seed", type=int, default=0, help="data and weight seed")
     parser.add_argument(

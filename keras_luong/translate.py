@@ -1,7 +1,6 @@
 """`python -m keras_luong.translate`: a file, or standard input, translated by a saved model.
 
-    python -m keras_luong.translate --model model.keras --beam 5 --length-penalty 1.0 \\
-        < test.en > test.hyp
+    python -m keras_luong.translate --model model.keras --beam 5 < test.en > test.hyp
 
 reads one sentence a line and writes one translation a line, in the same order. The model is
 a `.keras` file saved with its vocabularies (`set_vocabularies`). A progress bar goes to
@@ -101,10 +100,30 @@ def main(argv=None):
         "best first, a line each as 'score<TAB>translation' (default: 1, the best alone)",
     )
     parser.add_argument(
+        "--alignments",
+        action="store_true",
+        help="write each translation's alignment after it, ' ||| ' then Pharaoh pairs 'i-j' "
+        "(source token i, target token j, from 0; OpenNMT-py's -report_align): each target "
+        "token's link to the source token its attention weights are largest on",
+    )
+    parser.add_argument(
+        "--replace-unk",
+        action="store_true",
+        help="write each unknown target token as the source token its attention weights are "
+        "largest on (OpenNMT-py's -replace_unk)",
+    )
+    parser.add_argument(
+        "--phrase-table",
+        metavar="FILE",
+        help="with --replace-unk: 'source|||target' lines, what to write for a source token "
+        "in place of copying it",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='write one JSON object a sentence: {"translation": ...}, with --n-best also '
-        '"n_best": [{"translation": ..., "score": ...}, ...]',
+        '"n_best": [{"translation": ..., "score": ...}, ...], with --alignments an '
+        '"alignment" of each',
     )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -120,6 +139,8 @@ def main(argv=None):
             f"--n-best {args.n_best} needs a beam of at least as many: give --beam {args.n_best}"
             f" or more. Received: --beam {args.beam}"
         )
+    if args.phrase_table is not None and not args.replace_unk:
+        parser.error("--phrase-table is read with --replace-unk: give both")
     if args.sample is not None and args.beam > 1:
         parser.error(f"--sample draws one translation: give it without --beam {args.beam}")
 
@@ -161,33 +182,47 @@ def main(argv=None):
                 batch_size=args.batch_size,
                 verbose=verbose,
                 prefixes=prefixes,
+                return_alignments=args.alignments,
+                replace_unk=args.replace_unk,
+                phrase_table=args.phrase_table,
             )
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with output if output is not sys.stdout else contextlib.nullcontext():
-        output.writelines(output_lines(args, translations))
+        if not args.alignments:
+            translations = translations, [None] * len(translations)
+        output.writelines(output_lines(args, *translations))
     return 0
 
 
-def output_lines(args, translations):
+def output_lines(args, translations, alignments):
     """The lines written for `translations`: a translation a line; with `--n-best N`, N lines
-    a sentence (score, a tab, the translation); with `--json`, an object a line."""
+    a sentence (score, a tab, the translation); with `--json`, an object a line; with
+    `--alignments`, each translation's Pharaoh pairs after it."""
+    import itertools
     import json
 
     def dumps(record):
         return json.dumps(record, ensure_ascii=False)
 
-    for translation in translations:
-        if args.n_best == 1:
-            yield (dumps({"translation": translation}) if args.json else translation) + "\n"
-            continue
-        best = [(text, float(score)) for text, score in translation[: args.n_best]]
+    for translation, alignment in zip(translations, alignments, strict=True):
+        best = [(translation, None)] if args.n_best == 1 else translation[: args.n_best]
+        aligned = [alignment] if args.n_best == 1 or alignment is None else alignment
+        records = [
+            {"translation": text, **({} if score is None else {"score": float(score)})}
+            | ({"alignment": found.pharaoh()} if args.alignments else {})
+            for (text, score), found in zip(best, itertools.cycle(aligned))
+        ]
         if args.json:
-            n_best = [{"translation": text, "score": score} for text, score in best]
-            yield dumps({"translation": best[0][0], "n_best": n_best}) + "\n"
-        else:
-            yield from (f"{score:.4f}\t{text}\n" for text, score in best)
+            extra = {"n_best": records} if args.n_best > 1 else {}
+            yield dumps({**records[0], **extra}) + "\n"
+            continue
+        for record in records:
+            line = record["translation"]
+            if args.alignments:
+                line = f"{line} ||| {record['alignment']}"
+            yield (line if args.n_best == 1 else f"{record['score']:.4f}\t{line}") + "\n"
 
 
 def sampling_argument(text):

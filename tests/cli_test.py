@@ -188,6 +188,40 @@ def test_translate_verbose_shows_a_progress_bar(saved_model, capsys):
         model.translate(TEXTS, verbose=3)
 
 
+def test_translate_alignments_and_replace_unk_write_what_translate_returns(saved_model, tmp_path):
+    _, model = saved_model
+    # The unknown id (3) likely between letters, so that replace-unk has tokens to replace.
+    model.projection.bias.assign(np.array([0, 0, -2, 0.5, 0, 0, 0], "float32"))
+    path = str(tmp_path / "unknowns.keras")
+    model.save(path)
+    source = write_lines(tmp_path / "in.txt", TEXTS)
+    table = write_lines(tmp_path / "table.txt", ["a|||A", "b|||B"])
+    output = tmp_path / "out.txt"
+    argv = ["--model", path, "--input", source, "--output", str(output)]
+    options = ["--alignments", "--replace-unk", "--phrase-table", table]
+    assert translate_cli.main([*argv, *options]) == 0
+    translations, alignments = model.translate(
+        TEXTS, replace_unk=True, phrase_table=table, return_alignments=True
+    )
+    expected = [f"{t} ||| {a.pharaoh()}" for t, a in zip(translations, alignments, strict=True)]
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+    # Every unknown of a text with a source replaced (the empty text has nothing to copy).
+    replaced = "".join(t for t, text in zip(translations, TEXTS, strict=True) if text)
+    assert "<unk>" not in replaced and ("A" in replaced or "B" in replaced)
+    assert "<unk>" in "".join(model.translate(TEXTS))  # there were unknowns to replace
+    # n-best as JSON: each hypothesis with its score and alignment.
+    assert (
+        translate_cli.main([*argv, "--beam", "2", "--n-best", "2", "--alignments", "--json"]) == 0
+    )
+    sampler = BeamSearchSampler(2, return_all_beams=True)
+    n_best, aligned = model.translate(TEXTS, sampler=sampler, return_alignments=True)
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    for record, best, found in zip(records, n_best, aligned, strict=True):
+        assert record["translation"] == best[0][0] and record["alignment"] == found[0].pharaoh()
+        assert [e["alignment"] for e in record["n_best"]] == [a.pharaoh() for a in found]
+        np.testing.assert_allclose([e["score"] for e in record["n_best"]], [s for _, s in best])
+
+
 def test_translate_refuses_bad_input_with_exit_status_2(saved_model, tmp_path, capsys):
     path, _ = saved_model
     source = write_lines(tmp_path / "in.txt", TEXTS)
@@ -201,6 +235,15 @@ def test_translate_refuses_bad_input_with_exit_status_2(saved_model, tmp_path, c
         (["--model", path, "--input", source, "--sample", "random", "--beam", "2"], "--beam 2"),
         (["--model", path, "--input", source, "--sample", "topp:0"], "top_p"),
         (["--model", path, "--input", source, "--beam", "2", "--n-best", "3"], "--beam 3"),
+        (["--model", path, "--input", source, "--phrase-table", source], "with --replace-unk"),
+        (
+            ["--model", path, "--input", source, "--replace-unk", "--phrase-table", path],
+            "is not UTF-8 text, a line 'source|||target' each",
+        ),
+        (
+            ["--model", path, "--input", source, "--replace-unk", "--phrase-table", source],
+            "line 1 of",
+        ),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_:

@@ -104,7 +104,7 @@ def test_beam_scores_are_the_combined_log_probabilities_of_the_hypotheses():
     log-probabilities under the ensemble's combination, renormalised, taken by teacher forcing
     (`Ensemble.call`) in float64."""
     ensemble = Ensemble(members())
-    beam = BeamSearchSampler(3, return_all_beams=True)
+    beam = BeamSearchSampler(3, length_penalty=0, return_all_beams=True)
     ids, scores = ensemble.generate(SOURCE, max_length=6, sampler=beam)
     for row in range(len(SOURCE)):
         for hypothesis in range(3):

@@ -10,7 +10,15 @@ import keras
 import numpy as np
 import pytest
 
-from keras_luong import BeamSearchSampler, LuongSeq2Seq, SubwordVocabulary, Vocabulary, samplers
+from keras_luong import (
+    BeamSearchSampler,
+    LuongSeq2Seq,
+    RandomSampler,
+    SubwordVocabulary,
+    Vocabulary,
+    samplers,
+)
+from keras_luong.samplers.sampling import uniform_noise
 from tests.corpora import ENGLISH, GERMAN
 from tests.seq2seq_test import run_python
 from tests.test_case import BACKEND, export_variant, save_and_load
@@ -303,6 +311,62 @@ def test_source_length_fixes_the_saved_model_input(tmp_path):
     ids, shape = run_artifact(path, tmp_path, padded(SOURCE), "tf_saved_model")
     np.testing.assert_array_equal(shape, [-1, SOURCE_LENGTH])
     np.testing.assert_array_equal(ids, model.generate(SOURCE, max_length=MAX_LENGTH))
+
+
+@pytest.mark.skipif(BACKEND == "torch", reason="a SavedModel is written from TensorFlow and JAX")
+def test_saved_model_takes_prefixes_and_the_uniform_numbers_of_a_sampler(tmp_path):
+    """`prefixed=True` and a sampler that draws: the SavedModel's input is `(source, prefix,
+    noise)`, and with the numbers `generate` draws from a sampler's seed it gives that
+    `generate`'s ids, each row beginning with its prefix."""
+    model = spread_model()
+    prefix = np.array([[5, 6], [7, 0], [0, 0]], "int32")
+    path = str(tmp_path / "saved")
+    model.export_generator(path, MAX_LENGTH, sampler=RandomSampler(top_k=4), prefixed=True)
+    inputs = {"source": SOURCE, "prefix": np.pad(prefix, [(0, 0), (0, MAX_LENGTH - 2)])}
+    for seed in (7, 8):
+        rng = np.random.default_rng(seed)
+        inputs[f"noise{seed}"] = uniform_noise(rng, len(SOURCE), MAX_LENGTH + 1)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    script = f"""
+        import numpy as np, tensorflow as tf
+        x = {{k: tf.constant(v) for k, v in np.load({str(tmp_path / "inputs.npz")!r}).items()}}
+        loaded = tf.saved_model.load({path!r})
+        out = {{f"ids{{s}}": loaded.serve((x["source"], x["prefix"], x[f"noise{{s}}"])).numpy()
+               for s in (7, 8)}}
+        [named] = loaded.signatures["serve"](
+            source=x["source"], prefix=x["prefix"], noise=x["noise7"]
+        ).values()
+        np.savez({str(tmp_path / "out.npz")!r}, named=named.numpy(), **out)
+        """
+    run_python(textwrap.dedent(script), BACKEND)
+    expected = {
+        seed: model.generate(
+            SOURCE, MAX_LENGTH, sampler=RandomSampler(top_k=4, seed=seed), prefix=prefix
+        )
+        for seed in (7, 8)
+    }
+    with np.load(tmp_path / "out.npz") as out:
+        for seed in (7, 8):
+            np.testing.assert_array_equal(out[f"ids{seed}"], expected[seed])
+        np.testing.assert_array_equal(out["named"], expected[7])
+    np.testing.assert_array_equal(expected[7][:2, :2], [[5, 6], [7, expected[7][1, 1]]])
+    assert (expected[7] != expected[8]).any()  # the noise is read, not fixed in the file
+
+
+def test_only_a_saved_model_of_ids_takes_more_than_the_source(tmp_path):
+    model = spread_model()
+    if BACKEND != "jax":  # a format of the source alone, written from this backend
+        format = "torch" if BACKEND == "torch" else "onnx"
+        name = WRITTEN_ON[format][1]
+        with pytest.raises(ValueError, match="takes the source alone.*prefixed=True"):
+            model.export_generator(
+                str(tmp_path / name), MAX_LENGTH, format=format, source_length=5, prefixed=True
+            )
+    if BACKEND != "torch":
+        with pytest.raises(ValueError, match="with text=True takes the source alone"):
+            subword_model().export_generator(
+                str(tmp_path / "text"), MAX_LENGTH, text=True, sampler=RandomSampler(seed=0)
+            )
 
 
 @pytest.mark.parametrize(

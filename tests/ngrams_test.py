@@ -64,7 +64,7 @@ def test_mask_repeated_ngrams_against_brute_force(n):
 @pytest.mark.parametrize("n", [1, 2])
 def test_full_width_beam_never_repeats_an_ngram(n):
     expected = [brute_force_with_penalties(t, no_repeat=n) for t in (3, 4)]
-    sampler = BeamSearchSampler(40, no_repeat_ngram_size=n, return_all_beams=True)
+    sampler = BeamSearchSampler(40, length_penalty=0, no_repeat_ngram_size=n, return_all_beams=True)
     ids, scores = (ops.convert_to_numpy(x) for x in run_with_attention(sampler))
     for example, hypotheses in enumerate(expected):
         valid = len(hypotheses)

@@ -103,7 +103,7 @@ def test_generate_scores_include_the_coverage_penalty():
     model = LuongSeq2Seq(9, 7, units=8, embedding_dim=4)
     source = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0]], "int32")
     beta, max_length = 0.7, 5
-    sampler = BeamSearchSampler(3, coverage_penalty=beta, return_all_beams=True)
+    sampler = BeamSearchSampler(3, length_penalty=0, coverage_penalty=beta, return_all_beams=True)
     ids, scores = model.generate(source, max_length, sampler=sampler)
     for beam in range(3):
         hypothesis = ids[:, beam]

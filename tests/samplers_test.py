@@ -223,7 +223,9 @@ def test_full_width_beam_with_banned_ids_ranks_the_others_as_brute_force(banned)
     for first, example in ((3, 0), (4, 1)):
         expected = [h for h in brute_force(first) if not set(h[1]) & set(banned)]
         width = len(brute_force(first))
-        sampler = BeamSearchSampler(width, banned_token_ids=banned, return_all_beams=True)
+        sampler = BeamSearchSampler(
+            width, length_penalty=0, banned_token_ids=banned, return_all_beams=True
+        )
         ids, scores = (ops.convert_to_numpy(x) for x in run(sampler))
         for rank, (score, words) in enumerate(expected):
             np.testing.assert_array_equal(ids[example, rank, 2:], words)

@@ -160,3 +160,28 @@ def test_word_vocabulary_size_limits():
     assert vocabulary.symbols == ["a", "b"]  # the two most frequent: a (3), b (2)
     assert Vocabulary.from_corpus(texts, split="whitespace", min_count=2).symbols == ["a", "b"]
     assert vocabulary.encode("a c d") == [4, 3, 3]
+
+
+def test_decode_writes_given_strings_for_the_unknown_ids_in_order():
+    words = Vocabulary(["a", "house"], split="whitespace")
+    ids = [4, 3, 5, 3, 2, 3]  # a <unk> house <unk>, end: the last is after the end
+    assert words.decode(ids) == "a <unk> house <unk>"
+    assert words.decode(ids, unknowns=["big", "Haus"]) == "a big house Haus"
+    assert words._symbol(3) == "<unk>" and words._symbol(5) == "house"
+    with pytest.raises(ValueError, match="one string for each of the 2 unknown ids"):
+        words.decode(ids, unknowns=["big"])
+    letters = Vocabulary("ab")
+    assert letters.decode([4, 3, 5], unknowns=["ü"]) == "aüb"
+
+
+def test_subwords_write_given_strings_for_the_unknown_ids_as_pieces():
+    subwords = SubwordVocabulary.train(GERMAN * 5, vocabulary_size=50, model_type="unigram")
+    ids = subwords.encode("ein hund")
+    pieces = [subwords._symbol(i) for i in ids]
+    assert pieces == subwords.tokenize("ein hund") and pieces[0].startswith("\u2581")
+    # An unknown id between the pieces, written as a source piece: a word of its own when
+    # the piece starts one, joined to the word before when it does not.
+    spliced = [*ids[:1], SubwordVocabulary.OOV, *ids[1:]]
+    assert subwords.decode(spliced, unknowns=["\u2581Katze"]) == "ein Katze hund"
+    assert subwords.decode(spliced, unknowns=["s"]) == "eins hund"
+    assert subwords.decode(ids, unknowns=[]) == "ein hund"

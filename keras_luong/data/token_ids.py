@@ -15,7 +15,8 @@ VOCABULARIES = {}
 class _Ids:
     """What every vocabulary shares: the four reserved ids, batches of ids, decoding up to the
     end id, and JSON saving. A subclass gives `__len__`, `tokenize`, `_symbol_ids`,
-    `_join(ids)` and `get_config`."""
+    `_symbol(id)` (an id's token as `tokenize` writes it), `_join(ids, unknowns=None)` (the
+    unknown ids written as `unknowns`, in order, if given) and `get_config`."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -72,11 +73,14 @@ class _Ids:
             array[i, : len(row)] = row
         return array
 
-    def decode(self, ids):
+    def decode(self, ids, unknowns=None):
         """The text of `ids` up to the first end id; padding and start ids are skipped.
 
         Args:
             ids: A sequence of int ids (a list, or one row of a numpy array).
+            unknowns: Strings written in place of the unknown ids (3), one for each in
+                order (`translate(..., replace_unk=True)` gives the source words the
+                attention points at); `None` (the default) writes `oov_token`.
 
         Returns:
             The string. An id outside the vocabulary raises a `ValueError`.
@@ -92,7 +96,15 @@ class _Ids:
                 )
             if i not in (self.PAD, self.START):
                 kept.append(i)
-        return self._join(kept)
+        if unknowns is None:
+            return self._join(kept)
+        unknowns = list(unknowns)
+        if len(unknowns) != kept.count(self.OOV):
+            raise ValueError(
+                f"Invalid value for argument unknowns. Expected one string for each of the "
+                f"{kept.count(self.OOV)} unknown ids. Received: {len(unknowns)} strings"
+            )
+        return self._join(kept, unknowns)
 
     @classmethod
     def from_config(cls, config):

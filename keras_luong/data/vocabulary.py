@@ -82,10 +82,12 @@ class Vocabulary(_Ids):
     def _symbol_ids(self, text):
         return [self.index.get(s, self.OOV) for s in self.tokenize(text)]
 
-    def _join(self, ids):
-        symbols = [
-            self.oov_token if i == self.OOV else self.symbols[i - self.RESERVED] for i in ids
-        ]
+    def _symbol(self, i):
+        return self.oov_token if i == self.OOV else self.symbols[i - self.RESERVED]
+
+    def _join(self, ids, unknowns=None):
+        unknowns = list(unknowns or ())[::-1]  # popped in order
+        symbols = [unknowns.pop() if i == self.OOV and unknowns else self._symbol(i) for i in ids]
         return ("" if self.split == "characters" else " ").join(symbols)
 
     def get_config(self):

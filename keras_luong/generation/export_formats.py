@@ -195,16 +195,36 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
         )
     check_export_format(format)
     generator, _ = get_generator(model, max_length, **kwargs)
-    if generator.draws:
+    # A prefix or a sampler's uniform numbers are inputs after the source, in a SavedModel.
+    extra = [
+        keras.InputSpec(shape=(None, max_length), dtype="int32", name="prefix"),
+        keras.InputSpec(shape=(None, max_length + 1), dtype="float32", name="noise"),
+    ]
+    extra = [
+        spec
+        for spec, kept in zip(extra, (generator.prefixed, generator.draws), strict=True)
+        if kept
+    ]
+    if extra and (format != "tf_saved_model" or text):
+        what = "the prefixes" if generator.prefixed else "the uniform numbers of its sampler"
         raise ValueError(
-            "Invalid value for argument sampler: an exported loop takes source ids alone, and "
-            f"{type(generator.sampler).__name__} draws from uniform numbers of its own; export "
-            "GreedySampler or BeamSearchSampler. Received: "
-            f"sampler={type(generator.sampler).__name__}"
+            f"Invalid value for argument format: format={format!r}"
+            f"{' with text=True' if text else ''} takes the source alone, and this loop also "
+            f"takes {what} ({type(generator.sampler).__name__}, prefixed="
+            f"{generator.prefixed}); export it as format='tf_saved_model' with text=False, "
+            "which takes them as inputs, or export GreedySampler or BeamSearchSampler without "
+            f"a prefix. Received: format={format!r}"
         )
     if format != "tf_saved_model":
         check_loop_sampler(generator.sampler, format)
-    generator(ops.ones((1, 1), dtype="int32"))  # export needs a built model
+    source_spec = keras.InputSpec(shape=(None, source_length), dtype="int32")
+    input_signature = [source_spec]
+    example = ops.ones((1, 1), dtype="int32")
+    if extra:  # one input, a tuple, its parts named in the serving signature
+        source_spec = keras.InputSpec(shape=(None, source_length), dtype="int32", name="source")
+        input_signature = [(source_spec, *extra)]
+        example = (example, *(ops.full((1, s.shape[1]), s.name == "noise", s.dtype) for s in extra))
+    generator(example)  # export needs a built model
 
     options = {}
     if keras.backend.backend() == "jax" and format == "tf_saved_model":
@@ -216,7 +236,6 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
         contexts.append(portable_writes)
     if is_unrolled(format):
         contexts.append(unrolled)
-    input_signature = [keras.InputSpec(shape=(None, source_length), dtype="int32")]
 
     def export_ids(path):
         with contextlib.ExitStack() as stack:

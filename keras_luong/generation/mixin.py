@@ -2,27 +2,13 @@
 export of the decoding loop, over the compiled generators of `generator.py`."""
 
 import keras
-import numpy as np
 
 from keras_luong import samplers
-from keras_luong.checks import check_integer, check_token_ids
 from keras_luong.generation import export_formats
-from keras_luong.generation.bounds import (
-    LENGTH_BOUND,
-    check_length_bound,
-    check_prefix,
-    cut_to_longest_source,
-    default_max_length,
-)
-from keras_luong.generation.generator import (
-    GeneratorCache,
-    generate_ids,
-    generated_alignments,
-    get_generator,
-    start_decoding,
-)
+from keras_luong.generation.bounds import LENGTH_BOUND
+from keras_luong.generation.generator import GeneratorCache, get_generator, start_decoding
 from keras_luong.generation.scoring import score_ids
-from keras_luong.generation.translation import translate_texts
+from keras_luong.generation.translation import generate_checked, translate_texts
 
 
 class GenerationMixin:
@@ -223,28 +209,10 @@ class GenerationMixin:
             ids `(B, num_beams, max_length)` of every hypothesis, best first, and their
             scores `(B, num_beams)`; then the alignments if asked for.
         """
-        source = check_token_ids("inputs", inputs, self.source_vocabulary_size, rank=2)
-        if not isinstance(source, np.ndarray):
-            raise TypeError(
-                "Invalid value for argument inputs. Expected source ids as an array "
-                "(batch_size, S); use generator().predict for a dataset. Received: inputs of "
-                f"type {type(inputs).__name__}"
-            )
-        batch_size = check_integer("batch_size", batch_size)
-        length_bound = check_length_bound(length_bound)
-        if max_length is None:
-            lengths = np.count_nonzero(source, axis=1).tolist()
-            max_length = default_max_length(lengths, length_bound)
-        cut = cut_to_longest_source(source, self.longest_source)
-        prefix = check_prefix(self, prefix, len(source), max_length)
-        generated = generate_ids(
-            self, cut, max_length, sampler, batch_size, prefix=prefix, stop_token_ids=stop_token_ids
-        )
-        if not return_attention_scores:
-            return generated
-        alignments = generated_alignments(self, cut, generated, max_length)
-        padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
-        return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
+        return generate_checked(
+            self, inputs, max_length, stop_token_ids, sampler, batch_size,
+            return_attention_scores, length_bound, prefix,
+        )  # fmt: skip
 
     def translate(
         self,
@@ -258,6 +226,9 @@ class GenerationMixin:
         verbose=0,
         length_bound=LENGTH_BOUND,
         prefixes=None,
+        return_alignments=False,
+        replace_unk=False,
+        phrase_table=None,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -291,15 +262,24 @@ class GenerationMixin:
             length_bound: `(a, b)` of the default `max_length`. Defaults to `(1.5, 10)`.
             prefixes: A string per text that its translation begins with (`generate`'s
                 `prefix`; the bound at least its tokens + 1). Defaults to `None`.
+            return_alignments: Also return each translation's `Alignment` to its source:
+                the tokens, the attention weights of its steps and a link per target token
+                (`.pharaoh()` for `"i-j"` pairs). Defaults to `False`.
+            replace_unk: Write each unknown target token as the source token its attention
+                weights are largest on (OpenNMT-py's `-replace_unk`). Defaults to `False`.
+            phrase_table: With `replace_unk`, what to write for a source token in its place:
+                a dict, or the path of a file of `source|||target` lines. Defaults to `None`.
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
             One string per text; with a sampler that returns all beams, one n-best list of
-            `(string, score)` per text.
+            `(string, score)` per text; with `return_alignments`, `(translations,
+            alignments)`, an `Alignment` per translation (a list per n-best list).
         """
         return translate_texts(
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-            tokens_per_batch, verbose, length_bound, prefixes, **kwargs,
+            tokens_per_batch, verbose, length_bound, prefixes, return_alignments, replace_unk,
+            phrase_table, **kwargs,
         )  # fmt: skip
 
     def score(self, source_ids, target_ids, batch_size=64, return_token_scores=False):
@@ -375,6 +355,13 @@ class GenerationMixin:
         that cannot write a format, save a `.keras` file, load it with the backend the error
         names and export there.
 
+        A SavedModel also serves what takes more than the source (not the other formats):
+        with `prefixed=True` its input is `(source, prefix)`, each row's target ids
+        `(batch, max_length)` that its output begins with (0 after them), and with a sampler
+        that draws (`RandomSampler`) it also takes `noise`, uniform numbers in (0, 1]
+        `(batch, max_length + 1)` (what `generate` draws from the sampler's `seed`):
+        `serve((source, prefix, noise))`, each part named in the `serve` signature.
+
         With `text=True` (a SavedModel of a model whose vocabularies are `SubwordVocabulary`),
         strings go in and out: the default signature (also named `translate`) takes a
         batch of texts `(batch,)` and returns `{"translations": (batch,)}` strings (with all
@@ -392,7 +379,7 @@ class GenerationMixin:
             source_length: The source length the artifact takes, or `None` (the default)
                 for any; `"litert"`, `"torch"` and `"onnx"` from torch need it.
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
-                `stop_token_ids`.
+                `stop_token_ids`; `prefixed=True` for a prefix input (above).
         """
         export_formats.export_generator(
             self, filepath, max_length, format, text, source_length, **kwargs

@@ -1,27 +1,69 @@
-"""`GenerationMixin.translate`: texts in, texts out, decoded in batches sorted by length, each
-text with its own length bound."""
+"""The bodies of `GenerationMixin.generate` (ids in, checked, ids out) and `translate` (texts in,
+texts out, decoded in batches sorted by length, each text with its own length bound)."""
 
 import keras
 import numpy as np
 
-from keras_luong.checks import check_integer, check_texts
+from keras_luong.checks import check_integer, check_texts, check_token_ids
 from keras_luong.data.batching import length_sorted_batches
 from keras_luong.data.vocabulary_assets import check_vocabulary_size
 from keras_luong.generation.bounds import (
     LENGTH_BOUND,
     check_length_bound,
     check_prefix,
+    cut_to_longest_source,
     default_max_length,
     length_bucket,
 )
-from keras_luong.generation.generator import generate_ids
+from keras_luong.generation.generator import generate_ids, generated_alignments
+from keras_luong.generation.word_alignments import (
+    alignment,
+    check_phrase_table,
+    unknown_replacements,
+)
+
+
+def generate_checked(
+    model, inputs, max_length, stop_token_ids, sampler, batch_size, return_attention_scores,
+    length_bound, prefix,
+):  # fmt: skip
+    """See `GenerationMixin.generate`."""
+    source = check_token_ids("inputs", inputs, model.source_vocabulary_size, rank=2)
+    if not isinstance(source, np.ndarray):
+        raise TypeError(
+            "Invalid value for argument inputs. Expected source ids as an array "
+            "(batch_size, S); use generator().predict for a dataset. Received: inputs of "
+            f"type {type(inputs).__name__}"
+        )
+    batch_size = check_integer("batch_size", batch_size)
+    length_bound = check_length_bound(length_bound)
+    if max_length is None:
+        lengths = np.count_nonzero(source, axis=1).tolist()
+        max_length = default_max_length(lengths, length_bound)
+    cut = cut_to_longest_source(source, model.longest_source)
+    prefix = check_prefix(model, prefix, len(source), max_length)
+    generated = generate_ids(
+        model, cut, max_length, sampler, batch_size, prefix=prefix, stop_token_ids=stop_token_ids
+    )
+    if not return_attention_scores:
+        return generated
+    alignments = generated_alignments(model, cut, generated, max_length)
+    padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
+    return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
 
 
 def translate_texts(
     model, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
-    tokens_per_batch, verbose, length_bound=LENGTH_BOUND, prefixes=None, **kwargs,
+    tokens_per_batch, verbose, length_bound=LENGTH_BOUND, prefixes=None,
+    return_alignments=False, replace_unk=False, phrase_table=None, **kwargs,
 ):  # fmt: skip
     """See `GenerationMixin.translate`."""
+    phrase_table = check_phrase_table(phrase_table)
+    if phrase_table is not None and not replace_unk:
+        raise ValueError(
+            "Invalid value for argument phrase_table: it is read with replace_unk=True. "
+            f"Received: replace_unk={replace_unk!r}"
+        )
     vocabularies = {}
     for side, vocabulary, size in (
         ("source", source_vocabulary, model.source_vocabulary_size),
@@ -72,8 +114,8 @@ def translate_texts(
         bounds = np.maximum(bounds, [len(p) + 1 for p in prefix_rows])
         if max_length is None:
             bound = length_bucket(bounds.max(initial=1))
-    results = [None] * len(rows)
-    decode = vocabularies["target"].decode
+    results, alignments = [None] * len(rows), [None] * len(rows)
+    target_vocabulary = vocabularies["target"]
     plan = length_sorted_batches(
         [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
     )
@@ -96,18 +138,47 @@ def translate_texts(
             **kwargs,
         )
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
+        scores = None
         if isinstance(generated, tuple):  # every beam, with its score
             ids, scores = generated
             ids = np.where(cut[:, None, :], 0, ids)
-            for i, beams, beam_scores in zip(indices, ids, scores, strict=True):
-                results[i] = [
-                    (decode(b), float(s)) for b, s in zip(beams, beam_scores, strict=True)
-                ]
         else:
-            for i, ids in zip(indices, np.where(cut, 0, generated), strict=True):
-                results[i] = decode(ids)
+            ids = np.where(cut, 0, generated)
+        weights = None
+        if return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
+            weights = generated_alignments(model, source, ids, bound)
+        for row, i in enumerate(indices):
+            source_tokens = None if weights is None else vocabularies["source"].tokenize(texts[i])
+            beams = [...] if scores is None else range(ids.shape[1])  # [...]: the row itself
+            read = [
+                read_translation(
+                    ids[row][beam],
+                    None if weights is None else weights[row][beam],
+                    source_tokens,
+                    target_vocabulary,
+                    replace_unk,
+                    phrase_table,
+                )  # fmt: skip
+                for beam in beams
+            ]
+            alignments[i] = read[0][1] if scores is None else [found for _, found in read]
+            results[i] = read[0][0] if scores is None else [
+                (text, float(score)) for (text, _), score in zip(read, scores[row], strict=True)
+            ]  # fmt: skip
         progress.add(len(indices))
-    return results
+    return (results, alignments) if return_alignments else results
+
+
+def read_translation(ids, weights, source_tokens, vocabulary, replace_unk, phrase_table):
+    """`(text, alignment)` of one translation's ids `(T,)`; the alignment from the weights
+    `(T, S)` of its steps if given (else `None`), its unknown tokens replaced if asked."""
+    if weights is None:
+        return vocabulary.decode(ids), None
+    found = alignment(source_tokens, ids, weights, vocabulary)
+    unknowns = None
+    if replace_unk:
+        unknowns = unknown_replacements(found, ids, vocabulary, phrase_table)
+    return vocabulary.decode(ids, unknowns), found
 
 
 def padded_rows(rows, indices, width):

@@ -33,7 +33,8 @@ class BeamSearchSampler(Sampler):
     Args:
         num_beams: Number of hypotheses kept per example. Defaults to 5.
         length_penalty: `alpha` above; 0 ranks by the sum of log-probabilities, larger
-            values favour longer hypotheses. Defaults to 0.
+            values favour longer hypotheses. Defaults to 1.0, the best of the values measured
+            on Multi30k (see the translation page); tensorflow-addons' default was 0.
         min_length: The end token cannot come before this many other tokens. Defaults to 0.
         return_all_beams: Return every hypothesis, best first, with its score:
             `(prompts (batch, num_beams, length), scores (batch, num_beams))`. Defaults to
@@ -96,14 +97,15 @@ class BeamSearchSampler(Sampler):
     ...     logits = ops.take(table, ops.take(prompt, index - 1, axis=1), axis=0)
     ...     return logits, None, cache
     >>> prompt = np.array([[1, 0, 0, 0, 0]])  # the start token, then 4 positions to fill
-    >>> sampler = BeamSearchSampler(num_beams=2, return_all_beams=True)
+    >>> # length_penalty=0: the scores are the sums of log-probabilities
+    >>> sampler = BeamSearchSampler(num_beams=2, length_penalty=0, return_all_beams=True)
     >>> ids, scores = sampler(next, prompt, index=1, stop_token_ids=[2])
     >>> ops.convert_to_numpy(ids).tolist()  # best first; padding after the end token
     [[[1, 4, 2, 0, 0], [1, 3, 3, 3, 3]]]
     >>> print(np.exp(ops.convert_to_numpy(scores)).round(3))  # 0.6 × 0.4 × 0.4 × 0.4
     [[0.36  0.038]]
 
-    In a model: `model.generate(source, max_length=30, sampler=BeamSearchSampler(5, 0.6))`.
+    In a model: `model.generate(source, max_length=30, sampler=BeamSearchSampler(5))`.
 
     Reference:
         Wu et al., "Google's Neural Machine Translation System", 2016 (arXiv:1609.08144),
@@ -113,7 +115,7 @@ class BeamSearchSampler(Sampler):
     def __init__(
         self,
         num_beams=5,
-        length_penalty=0.0,
+        length_penalty=1.0,
         min_length=0,
         return_all_beams=False,
         temperature=1.0,

@@ -1,0 +1,122 @@
+"""What `translate` gives beside the text: each translation's alignment to its source (the
+attention's weights and a link per target token, OpenNMT-py's `-report_align`) and its unknown
+tokens replaced from the source (OpenNMT-py's `-replace_unk`, with its phrase table)."""
+
+import collections
+import os
+
+import numpy as np
+
+from keras_luong.checks import check_path
+
+
+class Alignment(
+    collections.namedtuple("Alignment", ["source_tokens", "target_tokens", "weights", "links"])
+):
+    """A translation's alignment to its source, from the attention of its decoding steps.
+
+    Attributes:
+        source_tokens: The source's tokens as the source vocabulary's `tokenize` splits it
+            (words, characters or subword pieces): the positions the model attended to.
+        target_tokens: The translation's tokens before its end token, as the target
+            vocabulary's `tokenize` writes them (the unknown id as its `oov_token`, also
+            where `replace_unk` replaced it in the text).
+        weights: float32 `(len(target_tokens), len(source_tokens))`: row `t` holds the
+            attention weights of the step that generated target token `t`.
+        links: One `(source index, target index)` pair per target token, the source token
+            its weights are largest on (none for an empty source).
+
+    Example:
+
+    What `translate(["das haus brennt"], return_alignments=True)` gives for a translation
+    "house burns" whose two steps attended most to "haus", then "brennt":
+
+    >>> import numpy as np
+    >>> weights = np.array([[0.2, 0.7, 0.1], [0.1, 0.3, 0.6]], "float32")
+    >>> links = [(int(j), t) for t, j in enumerate(weights.argmax(axis=1))]
+    >>> found = Alignment(["das", "haus", "brennt"], ["house", "burns"], weights, links)
+    >>> found.links, found.pharaoh()
+    ([(1, 0), (2, 1)], '1-0 2-1')
+    """
+
+    __slots__ = ()
+
+    def pharaoh(self):
+        """The links as Pharaoh pairs, `"i-j"` for source token `i` and target token `j`
+        (from 0), as fast_align writes them and OpenNMT-py's `-report_align` prints them."""
+        return " ".join(f"{i}-{j}" for i, j in self.links)
+
+
+def kept_positions(ids, vocabulary):
+    """The positions of the ids `decode` writes: before the first end id, not padding or
+    the start id."""
+    ids = [int(i) for i in ids]
+    end = ids.index(vocabulary.END) if vocabulary.END in ids else len(ids)
+    return [t for t in range(end) if ids[t] not in (vocabulary.PAD, vocabulary.START)]
+
+
+def alignment(source_tokens, target_ids, weights, target_vocabulary):
+    """The `Alignment` of one translation from its ids `(T,)` and the weights `(T, S)` of the
+    steps that generated them."""
+    kept = kept_positions(target_ids, target_vocabulary)
+    weights = np.asarray(weights, "float32")[kept, : len(source_tokens)]
+    links = []
+    if len(source_tokens):
+        links = [(int(j), t) for t, j in enumerate(np.argmax(weights, axis=-1))]
+    tokens = [target_vocabulary._symbol(int(target_ids[t])) for t in kept]
+    return Alignment(list(source_tokens), tokens, weights, links)
+
+
+def unknown_replacements(alignment, target_ids, target_vocabulary, phrase_table=None):
+    """The strings `target_vocabulary.decode(target_ids, unknowns=...)` writes for the unknown
+    ids, in order: for each, the source token its attention weights are largest on, or that
+    token's entry in `phrase_table`."""
+    phrase_table = phrase_table or {}
+    kept = kept_positions(target_ids, target_vocabulary)
+    words = []
+    for (j, _), t in zip(alignment.links, kept, strict=False):
+        if int(target_ids[t]) == target_vocabulary.OOV:
+            words.append(phrase_table.get(alignment.source_tokens[j], alignment.source_tokens[j]))
+    if len(words) < sum(int(target_ids[t]) == target_vocabulary.OOV for t in kept):
+        return None  # an empty source: nothing to copy, the unknown tokens stay
+    return words
+
+
+def check_phrase_table(phrase_table):
+    """`translate`'s `phrase_table`: `None`, a dict of strings, or the path of a file of
+    `source|||target` lines (OpenNMT-py's `-phrase_table` format; the first entry of a
+    source token counts)."""
+    if phrase_table is None or isinstance(phrase_table, dict):
+        if phrase_table and not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in phrase_table.items()
+        ):
+            raise ValueError(
+                "Invalid value for argument phrase_table. Expected a dict of source tokens to "
+                f"target strings. Received: phrase_table={phrase_table!r:.200}"
+            )
+        return phrase_table
+    path = check_path("phrase_table", phrase_table)
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"Invalid value for argument phrase_table: no such file. Received: {path!r}"
+        )
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"Invalid value for argument phrase_table: {path} is not UTF-8 text, a line "
+            f"'source|||target' each. Received: phrase_table={path!r}"
+        ) from None
+    table = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        source, separator, target = line.rstrip("\n").partition("|||")
+        if not separator or not source.strip():
+            raise ValueError(
+                f"Invalid value for argument phrase_table: line {number} of {path} is not "
+                f"'source|||target'. Received: {line.rstrip()!r:.100}"
+            )
+        table.setdefault(source.strip(), target.strip())
+    return table
