@@ -139,7 +139,7 @@ def test_top_k_indices_match_a_stable_sort(size, k, unrolled):
     that the entries found must not be found again. The same within `loops.unrolled` (traced
     for torch.export), whose gathers are taken from flat rows."""
     from keras_luong.backend.loops import unrolled as unrolled_loops
-    from keras_luong.samplers.top_k import top_k_indices as _top_k_indices
+    from keras_luong.backend.top_k import top_k_indices as _top_k_indices
 
     rng = np.random.default_rng(size + k)
     x = rng.integers(0, 4, (5, size)).astype("float32")

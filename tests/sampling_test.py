@@ -134,8 +134,8 @@ def test_random_sampler_config_name_and_bad_input(tmp_path):
 def test_kth_largest_and_the_nucleus_threshold_agree_with_sorting():
     """The two selections top-k and top-p sampling make without sorting, against NumPy's
     sort on rows of 1,000 entries (wide enough for the blocked top-k), ties included."""
+    from keras_luong.backend.top_k import kth_largest
     from keras_luong.samplers.sampling import nucleus_threshold
-    from keras_luong.samplers.top_k import kth_largest
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(6, 1000)).astype("float32") * 3

@@ -6,10 +6,10 @@ from keras import ops, tree
 
 from keras_luong.backend.loops import take_along_rows, take_rows
 from keras_luong.backend.ops import write_column
+from keras_luong.backend.top_k import top_k_indices
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number, check_one_of
 from keras_luong.samplers import penalties
 from keras_luong.samplers.base import Sampler, decoding_loop, is_any
-from keras_luong.samplers.top_k import top_k_indices
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
+from keras_luong.backend.top_k import first_max_index
 from keras_luong.samplers.base import Sampler
-from keras_luong.samplers.top_k import top_k_indices
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -51,10 +51,4 @@ class GreedySampler(Sampler):
         return ops.cast(logits, "float32")
 
     def get_next_token(self, probabilities):
-        # The first index of the maximum. Compiled backends take it by a max and a min-index
-        # (XLA's CPU argmax, a two-operand reduction, is the slower: see `top_k_indices`);
-        # eager torch by its argmax, one op where those are a dozen (torch documents the
-        # first maximal index too).
-        if keras.backend.backend() == "torch":
-            return ops.argmax(probabilities, axis=-1)
-        return top_k_indices(probabilities, 1)[:, 0]
+        return first_max_index(probabilities)

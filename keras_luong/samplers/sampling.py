@@ -4,9 +4,9 @@ tokens or its top-p nucleus, seeded."""
 import keras
 from keras import ops
 
+from keras_luong.backend.top_k import kth_largest
 from keras_luong.checks import MASKED_SCORE, check_integer, check_number
 from keras_luong.samplers.base import Sampler
-from keras_luong.samplers.top_k import kth_largest
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")

@@ -1,6 +1,6 @@
 """One step of tensorflow-addons' beam search, its state and its outputs, in `keras.ops`. The
 ranking is keras-luong's (`samplers.penalties`: GNMT's length and coverage penalties;
-`samplers.top_k`); what is tensorflow-addons' own is the bookkeeping: `(batch, beam)` states, a
+`backend.top_k`); what is tensorflow-addons' own is the bookkeeping: `(batch, beam)` states, a
 finished beam continued by the end id at no cost, back-pointers gathered at the end."""
 
 import collections
@@ -10,8 +10,8 @@ import numpy as np
 from keras import ops
 
 from keras_luong.backend.loops import take_along_rows
+from keras_luong.backend.top_k import top_k_indices
 from keras_luong.samplers import penalties
-from keras_luong.samplers.top_k import top_k_indices
 from keras_luong.tfa.seq2seq.wrapper import AttentionWrapperState
 
 

@@ -1,4 +1,6 @@
-"""An exact top-k of small k that reads each row once and exports from every backend."""
+"""An exact top-k of small k that reads each row once and exports from every backend, and
+the selections the samplers make with it (greedy's first maximum, sampling's k-th largest),
+each by the op its backend runs fastest."""
 
 import keras
 from keras import ops
@@ -85,6 +87,17 @@ def _top_k_rounds(x, k, positions, sentinel):
         if i < k - 1:  # the entry found is out of the next rounds
             x = ops.where(ops.equal(positions, best[:, None]), float("-inf"), x)
     return ops.stack(indices, axis=1)
+
+
+def first_max_index(x):
+    """The first index of each row's maximum of `x` `(rows, size)`, `(rows,)`: greedy
+    decoding's choice. Compiled backends take it by a max and a min-index
+    (`top_k_indices(x, 1)`: XLA's CPU argmax, a two-operand reduction, is the slower); eager
+    torch by its argmax, one op where those are a dozen (torch documents the first maximal
+    index too)."""
+    if keras.backend.backend() == "torch":
+        return ops.argmax(x, axis=-1)
+    return top_k_indices(x, 1)[:, 0]
 
 
 def kth_largest(x, k):
