@@ -353,6 +353,35 @@ def test_saved_model_takes_prefixes_and_the_uniform_numbers_of_a_sampler(tmp_pat
     assert (expected[7] != expected[8]).any()  # the noise is read, not fixed in the file
 
 
+def test_length_bound_ends_each_row_at_its_own_bound(tmp_path):
+    """`length_bound=(a, b)`: each row of the artifact is the row's `generate` with
+    `max_length` its bound `a × tokens + b`, then its end token there, then padding."""
+    model = spread_model()
+    format = "torch" if BACKEND == "torch" else "tf_saved_model"
+    path = str(tmp_path / ("generator.pt2" if format == "torch" else "saved"))
+    options = {"source_length": SOURCE_LENGTH} if format == "torch" else {}
+    model.export_generator(path, MAX_LENGTH, format=format, length_bound=(0.5, 1), **options)
+    ids = run_artifact(path, tmp_path, padded(SOURCE), format)[0]
+    ended_at_bound = 0
+    for row, source in enumerate(SOURCE):
+        bound = int(0.5 * np.count_nonzero(source)) + 1  # 3, 2 and 1
+        alone = model.generate(source[None], max_length=bound)[0]
+        np.testing.assert_array_equal(ids[row, :bound], alone)
+        after = ids[row, bound:]
+        if 2 not in alone:
+            ended_at_bound += 1
+            assert after[0] == 2
+            after = after[1:]
+        np.testing.assert_array_equal(after, 0)
+    assert ended_at_bound  # a row that its bound ended
+    for bad, message in [
+        ({"length_bound": (1, 2), "stop_token_ids": None}, "stop_token_ids=None has none"),
+        ({"length_bound": 3}, "Received: length_bound=3"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            model.export_generator(path, MAX_LENGTH, format=format, **options, **bad)
+
+
 def test_only_a_saved_model_of_ids_takes_more_than_the_source(tmp_path):
     model = spread_model()
     if BACKEND != "jax":  # a format of the source alone, written from this backend

@@ -13,6 +13,7 @@ from keras_luong import samplers
 from keras_luong.backend.loops import unrolled
 from keras_luong.backend.ops import portable_writes
 from keras_luong.checks import check_integer
+from keras_luong.generation.bounds import check_length_bound
 from keras_luong.generation.generator import get_generator
 from keras_luong.generation.text_export import check_text_export, export_text_saved_model
 
@@ -194,6 +195,15 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
             "serve, and pad shorter sources with 0. Received: source_length=None"
         )
     check_export_format(format)
+    length_bound = kwargs.pop("length_bound", None)
+    if length_bound is not None:  # each row's own bound, inside the loop
+        if kwargs.get("stop_token_ids", "auto") is None:
+            raise ValueError(
+                "Invalid value for argument length_bound: a row ends at its bound with an end "
+                "token, and stop_token_ids=None has none. Received: "
+                f"length_bound={length_bound!r} with stop_token_ids=None"
+            )
+        kwargs["row_bounds"] = check_length_bound(length_bound)
     generator, _ = get_generator(model, max_length, **kwargs)
     # A prefix or a sampler's uniform numbers are inputs after the source, in a SavedModel.
     extra = [

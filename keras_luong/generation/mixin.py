@@ -379,7 +379,9 @@ class GenerationMixin:
             source_length: The source length the artifact takes, or `None` (the default)
                 for any; `"litert"`, `"torch"` and `"onnx"` from torch need it.
             **kwargs: `generate`'s `sampler` (and the beam settings it takes) and
-                `stop_token_ids`; `prefixed=True` for a prefix input (above).
+                `stop_token_ids`; `prefixed=True` for a prefix input (above); `length_bound=(a,
+                b)` for each row to end by `a ×` its source tokens `+ b` (`translate`'s rule:
+                its end token there, padding after), within `max_length`.
         """
         export_formats.export_generator(
             self, filepath, max_length, format, text, source_length, **kwargs
