@@ -34,6 +34,8 @@ def settings(steps):
             (f"{name}, min_length 5", name, make(min_length=5), {}),
             (f"{name}, banned unknown", name, make(banned_token_ids=(3,)), {}),
             (f"{name}, prefix of 5", name, make(), prefix),
+            # What `translate(..., return_alignments=True)` and replace-unk add.
+            (f"{name}, alignments", name, make(), {"return_attention_scores": True}),
         ]
     rows += [
         ("sampling", "greedy", RandomSampler(seed=0), {}),

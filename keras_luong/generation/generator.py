@@ -370,19 +370,6 @@ def teacher_forced_input(target_out, start_token):
     return np.where(target_out == 0, 0, target_in).astype("int32")
 
 
-def generated_alignments(model, source, generated, max_length):
-    """The alignments of generated ids: the decoder re-run over its own output (step decoding
-    equals teacher forcing), zero after the end token."""
-    ids = generated[0] if isinstance(generated, tuple) else generated
-    flat = np.reshape(ids, (-1, max_length))
-    if flat.shape[0] == 0:
-        return np.zeros((*ids.shape, source.shape[1]), "float32")
-    repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
-    target_in = teacher_forced_input(flat, model.start_token)
-    _, weights = model((repeated, target_in), training=False, return_attention_scores=True)
-    return np.reshape(ops.convert_to_numpy(weights), (*ids.shape, source.shape[1]))
-
-
 def generate_ids(
     model, source, max_length, sampler, batch_size, row_bounds=None, prefix=None, **settings
 ):

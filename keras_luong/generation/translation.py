@@ -15,10 +15,11 @@ from keras_luong.generation.bounds import (
     default_max_length,
     length_bucket,
 )
-from keras_luong.generation.generator import generate_ids, generated_alignments
+from keras_luong.generation.generator import generate_ids
 from keras_luong.generation.word_alignments import (
     alignment,
     check_phrase_table,
+    generated_alignments,
     unknown_replacements,
 )
 

@@ -5,9 +5,11 @@ tokens replaced from the source (OpenNMT-py's `-replace_unk`, with its phrase ta
 import collections
 import os
 
+import keras
 import numpy as np
 
 from keras_luong.checks import check_path
+from keras_luong.generation.generator import teacher_forced_input
 
 
 class Alignment(
@@ -45,6 +47,37 @@ class Alignment(
         """The links as Pharaoh pairs, `"i-j"` for source token `i` and target token `j`
         (from 0), as fast_align writes them and OpenNMT-py's `-report_align` prints them."""
         return " ".join(f"{i}-{j}" for i, j in self.links)
+
+
+class Aligner(keras.Model):
+    """A model's attention weights over a teacher-forced target, `(source, target_in)` to
+    `(B, T, S)`, as one compiled function (`predict_on_batch`: jitted on JAX, XLA on
+    TensorFlow): the model called eagerly took 10x greedy decoding's time on JAX (2-core
+    CPU, `benchmarks/decoding_controls.py`)."""
+
+    def __init__(self, seq2seq, **kwargs):
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+
+    def call(self, inputs):
+        return self.seq2seq(inputs, training=False, return_attention_scores=True)[1]
+
+
+def generated_alignments(model, source, generated, max_length):
+    """The alignments of generated ids: the decoder re-run over its own output (step decoding
+    equals teacher forcing), zero after the end token."""
+    ids = generated[0] if isinstance(generated, tuple) else generated
+    flat = np.reshape(ids, (-1, max_length))
+    if flat.shape[0] == 0:
+        return np.zeros((*ids.shape, source.shape[1]), "float32")
+    repeated = np.repeat(source, flat.shape[0] // source.shape[0], axis=0)
+    target_in = teacher_forced_input(flat, model.start_token)
+    aligner = model.__dict__.get("_aligner")
+    if aligner is None:  # kept on the model (not tracked by Keras as state)
+        aligner = model.__dict__["_aligner"] = Aligner(model)
+        aligner.jit_compile = keras.backend.backend() != "torch"
+    weights = aligner.predict_on_batch((repeated.astype("int32"), target_in))
+    return np.reshape(np.asarray(weights, "float32"), (*ids.shape, source.shape[1]))
 
 
 def kept_positions(ids, vocabulary):
