@@ -200,20 +200,25 @@ def output_lines(args, translations, alignments):
     """The lines written for `translations`: a translation a line; with `--n-best N`, N lines
     a sentence (score, a tab, the translation); with `--json`, an object a line; with
     `--alignments`, each translation's Pharaoh pairs after it."""
-    import itertools
     import json
 
     def dumps(record):
         return json.dumps(record, ensure_ascii=False)
 
     for translation, alignment in zip(translations, alignments, strict=True):
-        best = [(translation, None)] if args.n_best == 1 else translation[: args.n_best]
-        aligned = [alignment] if args.n_best == 1 or alignment is None else alignment
-        records = [
-            {"translation": text, **({} if score is None else {"score": float(score)})}
-            | ({"alignment": found.pharaoh()} if args.alignments else {})
-            for (text, score), found in zip(best, itertools.cycle(aligned))
-        ]
+        if args.n_best == 1:
+            best, aligned = [(translation, None)], [alignment]
+        else:
+            best = translation[: args.n_best]
+            aligned = alignment[: args.n_best] if args.alignments else [None] * len(best)
+        records = []
+        for (text, score), found in zip(best, aligned, strict=True):
+            record = {"translation": text}
+            if score is not None:
+                record["score"] = float(score)
+            if found is not None:
+                record["alignment"] = found.pharaoh()
+            records.append(record)
         if args.json:
             extra = {"n_best": records} if args.n_best > 1 else {}
             yield dumps({**records[0], **extra}) + "\n"

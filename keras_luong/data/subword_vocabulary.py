@@ -184,14 +184,12 @@ class SubwordVocabulary(_Ids):
     def _symbol(self, i):
         return self.oov_token if i == self.OOV else self.processor.id_to_piece(i)
 
-    def _join(self, ids, unknowns=None):
-        if not unknowns:
-            return self.processor.decode(ids)
-        # The pieces, each unknown one written as the text given for it, joined as
-        # SentencePiece joins pieces: `▁` starts a word.
-        unknowns = list(unknowns)[::-1]  # popped in order
-        pieces = [unknowns.pop() if i == self.OOV and unknowns else self._symbol(i) for i in ids]
-        return "".join(pieces).replace("\u2581", " ").lstrip(" ")
+    def _join(self, ids):
+        return self.processor.decode(ids)
+
+    def _join_tokens(self, tokens):
+        # Pieces joined as SentencePiece joins them: `▁` starts a word.
+        return "".join(tokens).replace("\u2581", " ").lstrip(" ")
 
     def get_config(self):
         return {"model": base64.b64encode(self.model).decode("ascii"), "oov_token": self.oov_token}

@@ -15,8 +15,8 @@ VOCABULARIES = {}
 class _Ids:
     """What every vocabulary shares: the four reserved ids, batches of ids, decoding up to the
     end id, and JSON saving. A subclass gives `__len__`, `tokenize`, `_symbol_ids`,
-    `_symbol(id)` (an id's token as `tokenize` writes it), `_join(ids, unknowns=None)` (the
-    unknown ids written as `unknowns`, in order, if given) and `get_config`."""
+    `_symbol(id)` (an id's token as `tokenize` writes it), `_join(ids)`, `_join_tokens(tokens)`
+    (the text of tokens as `_symbol` writes them) and `get_config`."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -85,17 +85,8 @@ class _Ids:
         Returns:
             The string. An id outside the vocabulary raises a `ValueError`.
         """
-        kept = []
-        for i in ids:
-            i = int(i)
-            if i == self.END:
-                break
-            if i >= len(self) or i < 0:
-                raise ValueError(
-                    f"Invalid ids: this vocabulary has ids 0 to {len(self) - 1}. Received: id {i}"
-                )
-            if i not in (self.PAD, self.START):
-                kept.append(i)
+        ids = list(ids)
+        kept = [int(ids[t]) for t in self._kept_positions(ids)]
         if unknowns is None:
             return self._join(kept)
         unknowns = list(unknowns)
@@ -104,7 +95,28 @@ class _Ids:
                 f"Invalid value for argument unknowns. Expected one string for each of the "
                 f"{kept.count(self.OOV)} unknown ids. Received: {len(unknowns)} strings"
             )
-        return self._join(kept, unknowns)
+        if not unknowns:
+            return self._join(kept)
+        unknowns = iter(unknowns)
+        return self._join_tokens(
+            [next(unknowns) if i == self.OOV else self._symbol(i) for i in kept]
+        )
+
+    def _kept_positions(self, ids):
+        """The positions in `ids` of the ids `decode` writes: before the first end id, not
+        padding or the start id. An id outside the vocabulary raises a `ValueError`."""
+        kept = []
+        for position, i in enumerate(ids):
+            i = int(i)
+            if i == self.END:
+                break
+            if i >= len(self) or i < 0:
+                raise ValueError(
+                    f"Invalid ids: this vocabulary has ids 0 to {len(self) - 1}. Received: id {i}"
+                )
+            if i not in (self.PAD, self.START):
+                kept.append(position)
+        return kept
 
     @classmethod
     def from_config(cls, config):

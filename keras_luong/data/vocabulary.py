@@ -85,10 +85,11 @@ class Vocabulary(_Ids):
     def _symbol(self, i):
         return self.oov_token if i == self.OOV else self.symbols[i - self.RESERVED]
 
-    def _join(self, ids, unknowns=None):
-        unknowns = list(unknowns or ())[::-1]  # popped in order
-        symbols = [unknowns.pop() if i == self.OOV and unknowns else self._symbol(i) for i in ids]
-        return ("" if self.split == "characters" else " ").join(symbols)
+    def _join(self, ids):
+        return self._join_tokens([self._symbol(i) for i in ids])
+
+    def _join_tokens(self, tokens):
+        return ("" if self.split == "characters" else " ").join(tokens)
 
     def get_config(self):
         return {"symbols": self.symbols, "split": self.split, "oov_token": self.oov_token}

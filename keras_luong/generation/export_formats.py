@@ -205,16 +205,15 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
             )
         kwargs["row_bounds"] = check_length_bound(length_bound)
     generator, _ = get_generator(model, max_length, **kwargs)
-    # A prefix or a sampler's uniform numbers are inputs after the source, in a SavedModel.
-    extra = [
-        keras.InputSpec(shape=(None, max_length), dtype="int32", name="prefix"),
-        keras.InputSpec(shape=(None, max_length + 1), dtype="float32", name="noise"),
-    ]
-    extra = [
-        spec
-        for spec, kept in zip(extra, (generator.prefixed, generator.draws), strict=True)
-        if kept
-    ]
+    # A prefix or a sampler's uniform numbers are inputs after the source, in a SavedModel:
+    # their specs, and what builds the model.
+    extra, example = [], [ops.ones((1, 1), dtype="int32")]
+    if generator.prefixed:
+        extra.append(keras.InputSpec(shape=(None, max_length), dtype="int32", name="prefix"))
+        example.append(ops.zeros((1, max_length), "int32"))
+    if generator.draws:
+        extra.append(keras.InputSpec(shape=(None, max_length + 1), dtype="float32", name="noise"))
+        example.append(ops.ones((1, max_length + 1), "float32"))
     if extra and (format != "tf_saved_model" or text):
         what = "the prefixes" if generator.prefixed else "the uniform numbers of its sampler"
         raise ValueError(
@@ -227,13 +226,12 @@ def export_generator(model, filepath, max_length, format, text, source_length, *
         )
     if format != "tf_saved_model":
         check_loop_sampler(generator.sampler, format)
-    source_spec = keras.InputSpec(shape=(None, source_length), dtype="int32")
-    input_signature = [source_spec]
-    example = ops.ones((1, 1), dtype="int32")
-    if extra:  # one input, a tuple, its parts named in the serving signature
-        source_spec = keras.InputSpec(shape=(None, source_length), dtype="int32", name="source")
-        input_signature = [(source_spec, *extra)]
-        example = (example, *(ops.full((1, s.shape[1]), s.name == "noise", s.dtype) for s in extra))
+    # One input: the source ids, or a tuple whose parts the serving signature names.
+    source_spec = keras.InputSpec(
+        shape=(None, source_length), dtype="int32", name="source" if extra else None
+    )
+    input_signature = [(source_spec, *extra)] if extra else [source_spec]
+    example = tuple(example) if extra else example[0]
     generator(example)  # export needs a built model
 
     options = {}

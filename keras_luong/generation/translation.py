@@ -17,10 +17,9 @@ from keras_luong.generation.bounds import (
 )
 from keras_luong.generation.generator import generate_ids
 from keras_luong.generation.word_alignments import (
-    alignment,
     check_phrase_table,
     generated_alignments,
-    unknown_replacements,
+    read_translation,
 )
 
 
@@ -150,36 +149,31 @@ def translate_texts(
             weights = generated_alignments(model, source, ids, bound)
         for row, i in enumerate(indices):
             source_tokens = None if weights is None else vocabularies["source"].tokenize(texts[i])
-            beams = [...] if scores is None else range(ids.shape[1])  # [...]: the row itself
+            # One translation a row; with all beams, one a hypothesis.
+            hypotheses = ids[row] if scores is not None else ids[row][None]
+            steps = [None] * len(hypotheses)
+            if weights is not None:
+                steps = weights[row] if scores is not None else weights[row][None]
             read = [
                 read_translation(
-                    ids[row][beam],
-                    None if weights is None else weights[row][beam],
+                    hypothesis,
+                    step_weights,
                     source_tokens,
                     target_vocabulary,
                     replace_unk,
                     phrase_table,
                 )  # fmt: skip
-                for beam in beams
+                for hypothesis, step_weights in zip(hypotheses, steps, strict=True)
             ]
-            alignments[i] = read[0][1] if scores is None else [found for _, found in read]
-            results[i] = read[0][0] if scores is None else [
-                (text, float(score)) for (text, _), score in zip(read, scores[row], strict=True)
-            ]  # fmt: skip
+            if scores is None:
+                results[i], alignments[i] = read[0]
+            else:
+                results[i] = [
+                    (text, float(score)) for (text, _), score in zip(read, scores[row], strict=True)
+                ]
+                alignments[i] = [found for _, found in read]
         progress.add(len(indices))
     return (results, alignments) if return_alignments else results
-
-
-def read_translation(ids, weights, source_tokens, vocabulary, replace_unk, phrase_table):
-    """`(text, alignment)` of one translation's ids `(T,)`; the alignment from the weights
-    `(T, S)` of its steps if given (else `None`), its unknown tokens replaced if asked."""
-    if weights is None:
-        return vocabulary.decode(ids), None
-    found = alignment(source_tokens, ids, weights, vocabulary)
-    unknowns = None
-    if replace_unk:
-        unknowns = unknown_replacements(found, ids, vocabulary, phrase_table)
-    return vocabulary.decode(ids, unknowns), found
 
 
 def padded_rows(rows, indices, width):

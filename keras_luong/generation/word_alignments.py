@@ -80,39 +80,27 @@ def generated_alignments(model, source, generated, max_length):
     return np.reshape(np.asarray(weights, "float32"), (*ids.shape, source.shape[1]))
 
 
-def kept_positions(ids, vocabulary):
-    """The positions of the ids `decode` writes: before the first end id, not padding or
-    the start id."""
-    ids = [int(i) for i in ids]
-    end = ids.index(vocabulary.END) if vocabulary.END in ids else len(ids)
-    return [t for t in range(end) if ids[t] not in (vocabulary.PAD, vocabulary.START)]
-
-
-def alignment(source_tokens, target_ids, weights, target_vocabulary):
-    """The `Alignment` of one translation from its ids `(T,)` and the weights `(T, S)` of the
-    steps that generated them."""
-    kept = kept_positions(target_ids, target_vocabulary)
+def read_translation(ids, weights, source_tokens, vocabulary, replace_unk, phrase_table):
+    """`(text, alignment)` of one translation's ids `(T,)`: the alignment from the weights
+    `(T, S)` of its steps (`None` without them), each unknown token written, if
+    `replace_unk`, as the source token its weights are largest on or that token's entry in
+    `phrase_table`."""
+    if weights is None:
+        return vocabulary.decode(ids), None
+    kept = vocabulary._kept_positions(ids)  # the positions `decode` writes
+    kept_ids = [int(ids[t]) for t in kept]
     weights = np.asarray(weights, "float32")[kept, : len(source_tokens)]
     links = []
     if len(source_tokens):
         links = [(int(j), t) for t, j in enumerate(np.argmax(weights, axis=-1))]
-    tokens = [target_vocabulary._symbol(int(target_ids[t])) for t in kept]
-    return Alignment(list(source_tokens), tokens, weights, links)
-
-
-def unknown_replacements(alignment, target_ids, target_vocabulary, phrase_table=None):
-    """The strings `target_vocabulary.decode(target_ids, unknowns=...)` writes for the unknown
-    ids, in order: for each, the source token its attention weights are largest on, or that
-    token's entry in `phrase_table`."""
-    phrase_table = phrase_table or {}
-    kept = kept_positions(target_ids, target_vocabulary)
-    words = []
-    for (j, _), t in zip(alignment.links, kept, strict=False):
-        if int(target_ids[t]) == target_vocabulary.OOV:
-            words.append(phrase_table.get(alignment.source_tokens[j], alignment.source_tokens[j]))
-    if len(words) < sum(int(target_ids[t]) == target_vocabulary.OOV for t in kept):
-        return None  # an empty source: nothing to copy, the unknown tokens stay
-    return words
+    tokens = [vocabulary._symbol(i) for i in kept_ids]
+    found = Alignment(list(source_tokens), tokens, weights, links)
+    unknowns = None
+    if replace_unk and links:  # with no source token, there is nothing to copy
+        table = phrase_table or {}
+        copied = [source_tokens[j] for j, t in links if kept_ids[t] == vocabulary.OOV]
+        unknowns = [table.get(token, token) for token in copied]
+    return vocabulary.decode(ids, unknowns), found
 
 
 def check_phrase_table(phrase_table):
