@@ -36,7 +36,8 @@ VARIANTS = {
 def outputs_of(model, package, source, target_in):
     logits = np.asarray(model.predict((source, target_in), verbose=0))
     greedy = np.asarray(model.generate(source, 12))
-    beam = np.asarray(model.generate(source, 12, sampler=package.BeamSearchSampler(4)))
+    beam_sampler = package.BeamSearchSampler(4, length_penalty=0.0)  # the same in every version
+    beam = np.asarray(model.generate(source, 12, sampler=beam_sampler))
     return logits, greedy, beam
 
 
