@@ -5,8 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
-# Two pytest-xdist workers, one per core, for everything but the tests marked `serial` (the
-# distributed ones start processes of their own: torch's DDP crashed once beside a second
+# Two pytest-xdist workers, one per core, for everything but tests/serial (the distributed
+# tests, marked `serial`, start processes of their own: torch's DDP crashed once beside a second
 # worker), which run after them, alone. One OpenMP thread per worker: two workers of two
 # threads each on two cores took torch's stage from 3 to 11 minutes.
 WORKERS ?= 2
@@ -68,7 +68,7 @@ test: lint docs
 		OMP_NUM_THREADS=1 KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
 			tests $$notebooks -m "not serial" -n $(WORKERS) --basetemp=$(CURDIR)/.cache/pytest-$$backend \
 			$(PYTEST_ARGS) || failed="$$failed $$backend"; \
-		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider tests -m serial \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider tests/serial \
 			--basetemp=$(CURDIR)/.cache/pytest-$$backend-serial || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \

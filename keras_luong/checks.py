@@ -15,6 +15,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_luong.backend.engine import compiles_with_xla
 from keras_luong.backend.loops import torch_compiling
 
 # A score (or log-probability) nothing can win with: it vanishes in a float32 softmax, and it is
@@ -295,7 +296,7 @@ class TokenIdChecks:
     def fit(self, x=None, y=None, *args, **kwargs):
         """`keras.Model.fit`, with the token ids checked first (the validation data's too)."""
         self._check_data(x, y)
-        xla = self.jit_compile and keras.backend.backend() != "torch"
+        xla = self.jit_compile and compiles_with_xla()
         if xla and getattr(x, "bucket_width", 0) is None:
             warnings.warn(
                 'x is BucketedBatches(bucket_width=None) (which its default, "auto", takes '

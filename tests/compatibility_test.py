@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-import keras_luong  # noqa: F401  (registers the classes)
+import keras_luong
 from tests.test_case import assert_allclose
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -61,4 +61,25 @@ def test_a_file_from_0_2_0_loads_with_its_outputs(name):
     )
     np.testing.assert_array_equal(
         model.generate(expected["source"], 5, sampler="beam"), expected[name + "_beam"]
+    )
+
+
+@pytest.mark.parametrize("name", ["bidirectional_2_reversed", "gru_3_copy"])
+def test_a_file_with_stacked_encoder_layers_from_0_3_0_loads_with_its_outputs(name):
+    """Files whose built-in encoder stacks recurrent layers (two bidirectional LSTM layers
+    over the reversed source; three GRU layers copied into a three-layer decoder), written
+    before `LuongSeq2Seq` ran its encoder as a `RecurrentEncoder`, load with their logits,
+    greedy and beam ids: the encoder's layers keep their place in the file."""
+    expected = np.load(os.path.join(DATA, "seq2seq_0.3.0_outputs.npz"))
+    model = keras.saving.load_model(os.path.join(DATA, f"seq2seq_0.3.0_{name}.keras"))
+    assert isinstance(model.source_encoder, keras_luong.RecurrentEncoder)
+    assert len(model.source_encoder.recurrent_layers) == (2 if "2" in name else 3)
+    inputs = (expected["source"], expected["target_in"])
+    assert_allclose(model(inputs), expected[name], atol=2e-5)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5), expected[name + "_generated"]
+    )
+    beam = keras_luong.BeamSearchSampler(3, length_penalty=0.0)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5, sampler=beam), expected[name + "_beam"]
     )

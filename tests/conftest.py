@@ -1,4 +1,5 @@
 import gc
+import pathlib
 
 import keras
 import pytest
@@ -34,3 +35,18 @@ def _fresh_keras_state():
 
         jax.clear_caches()
     gc.collect()
+
+
+SERIAL = pathlib.Path(__file__).parent / "serial"
+
+
+def pytest_collection_modifyitems(items):
+    """The tests in tests/serial run alone (`make test` runs that folder after the xdist
+    workers): they are marked `serial`, and a `serial` mark elsewhere is refused, since the
+    serial run collects that folder alone."""
+    for item in items:
+        inside = SERIAL in item.path.parents
+        if inside:
+            item.add_marker(pytest.mark.serial)
+        elif item.get_closest_marker("serial"):
+            raise pytest.UsageError(f"{item.nodeid} is marked serial: move it to {SERIAL}")

@@ -133,3 +133,51 @@ def test_a_subpackage_init_only_hands_names_on(package):
     tree = ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))
     kinds = {type(node).__name__ for node in tree.body}
     assert kinds <= {"Expr", "ImportFrom", "Assign"}, kinds
+
+
+# Modules that may ask which backend runs: the backend package (`keras_luong/backend/`, where
+# every fast path and engine question lives), the export formats (each format's converter
+# works from some backends only; the text SavedModel is TensorFlow Text's) and the command
+# lines that print or tune it.
+ASKS_THE_BACKEND = {
+    "generation/export_formats.py",
+    "generation/text_export.py",
+    "demo.py",
+    "train.py",
+}
+
+
+def backend_questions(path):
+    """The lines of a file that ask for the backend's name or read an engine's module."""
+    asks = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            argument = ast.unparse(node.args[0]) if node.args else ""
+            engine = name == "sys.modules.get" and argument.strip("'\"") in ENGINES
+            if name in ("keras.backend.backend", "backend.backend") or engine:
+                asks.append(node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            modules.append(getattr(node, "module", None) or "")
+            if any(m.split(".")[0] in ENGINES for m in modules):
+                asks.append(node.lineno)
+    return asks
+
+
+ENGINES = {"tensorflow", "jax", "torch"}
+
+
+def test_backend_questions_are_asked_in_the_backend_package():
+    """A layer, loss, sampler or batcher calls the backend package's functions by name; it
+    does not branch on the backend's name itself, nor import or read an engine."""
+    found = {}
+    for _, path in modules():
+        name = str(path.relative_to(PACKAGE))
+        if name.startswith("backend/") or name in ASKS_THE_BACKEND:
+            continue
+        if lines := backend_questions(path):
+            found[name] = lines
+    assert not found, found
+    # The check sees what it looks for.
+    assert backend_questions(PACKAGE / "backend" / "engine.py")

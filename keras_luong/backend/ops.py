@@ -90,3 +90,45 @@ def write_column(prompt, index, column):
         positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
         return ops.where(positions[None] == index, column[:, None], prompt)
     return ops.slice_update(prompt, [0, index], column[:, None])
+
+
+def smoothed_crossentropy(logits, targets, label_smoothing):
+    """The cross-entropy `(B, T)` of float32 `logits` `(B, T, V)` against the smoothed targets
+    `(1 - ε)·one_hot + ε/V` of int32 `targets` (Keras' rule), `-Σ_v y_v log p_v`, in the form
+    each backend computes fastest forward and backward (`benchmarks/sequence_loss_speed.py`;
+    the values are the same to rounding):
+
+    - JAX: `logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ_v z_v`, no `(B, T, V)` tensor besides
+      the logits: XLA fuses `logsumexp` with its gradient;
+    - torch: `-(1 - ε)·log p_target - (ε/V)·Σ_v log p_v` from `log_softmax`, one fused kernel
+      forward and backward, where `logsumexp` is four passes over the logits and its
+      gradient three more;
+    - TensorFlow: Keras' `categorical_crossentropy` of the smoothed one-hot targets, whose
+      fused kernel gives the gradient `softmax - y` in its forward pass, where the gradient of
+      any gather of `z_target` or sum over `V` adds dense `(B, T, V)` passes.
+
+    Unsmoothed, torch and TensorFlow take Keras' `sparse_categorical_crossentropy` (fused
+    kernels on both).
+    """
+    size = logits.shape[-1]
+    backend = keras.backend.backend()
+
+    def at_targets(x):
+        return ops.take_along_axis(x, ops.expand_dims(targets, -1), axis=-1)[..., 0]
+
+    if backend == "jax":
+        crossent = ops.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * at_targets(logits)
+        if label_smoothing:
+            crossent = crossent - (label_smoothing / size) * ops.sum(logits, axis=-1)
+        return crossent
+    if not label_smoothing:  # rows of (B·T, V): torch's kernel takes the classes on axis 1
+        crossent = ops.sparse_categorical_crossentropy(
+            ops.reshape(targets, (-1,)), ops.reshape(logits, (-1, size)), from_logits=True
+        )
+        return ops.reshape(crossent, ops.shape(targets))
+    if backend == "tensorflow":
+        smoothed = ops.one_hot(targets, size) * (1.0 - label_smoothing) + label_smoothing / size
+        return ops.categorical_crossentropy(smoothed, logits, from_logits=True)
+    log_probs = ops.log_softmax(logits, axis=-1)
+    crossent = -(1.0 - label_smoothing) * at_targets(log_probs)
+    return crossent - (label_smoothing / size) * ops.sum(log_probs, axis=-1)

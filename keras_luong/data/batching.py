@@ -1,19 +1,13 @@
 """Length-bucketed batches of sentence pairs for `model.fit`, on every backend."""
 
 import math
-import sys
 
 import keras
 import numpy as np
 
+from keras_luong.backend.engine import loader_workers, replica_count, train_step_compiles_with_xla
 from keras_luong.checks import check_integer, check_sentences
 from keras_luong.data.prepared import PreparedCorpus
-
-# `BucketedBatches`' threads on TensorFlow: more than one, so that Keras reads the batches
-# through its own queue and not a tf.data pipeline it autotunes, whose iterator, dropped at
-# the end of every epoch, waits for the autotuning thread's sleep (seconds; measured
-# by `benchmarks/tensorflow_epoch_stall.py`).
-TENSORFLOW_WORKERS = 2
 
 
 class BucketedBatches(keras.utils.PyDataset):
@@ -108,8 +102,8 @@ class BucketedBatches(keras.utils.PyDataset):
         **kwargs,
     ):
         given = {"workers", "use_multiprocessing"} & set(kwargs)
-        if keras.backend.backend() == "tensorflow" and not given:
-            kwargs["workers"] = TENSORFLOW_WORKERS
+        if loader_workers() and not given:
+            kwargs["workers"] = loader_workers()
         super().__init__(**kwargs)
         if isinstance(source_ids, PreparedCorpus):
             if target_ids is not None:
@@ -351,32 +345,4 @@ def auto_bucket_width():
     `None` (every batch a shape of its own, less padding) where it does not (torch, whose
     step runs op by op; TensorFlow on a machine of CPUs alone, or within a `tf.distribute`
     strategy's scope, where Keras leaves XLA off and its traced step takes any shape)."""
-    backend = keras.backend.backend()
-    if backend == "torch":
-        return None
-    if backend == "tensorflow":
-        devices = keras.distribution.list_devices()  # accelerators if any, else the CPUs
-        if all(device.startswith("cpu") for device in devices):
-            return None
-        tf = sys.modules.get("tensorflow")
-        if tf is not None and tf.distribute.has_strategy():  # Keras leaves XLA off there too
-            return None
-    return 8
-
-
-def replica_count():
-    """The number of replicas a batch is split over by the active data parallelism: the
-    `keras.distribution` mesh's batch axis (JAX), the `tf.distribute` strategy's replicas
-    in sync (TensorFlow, read only if TensorFlow is already imported), else 1."""
-    distribution = keras.distribution.distribution()
-    if distribution is not None:
-        mesh = getattr(distribution, "device_mesh", None)
-        if mesh is not None:
-            batch_axis = getattr(distribution, "batch_dim_name", None)
-            if batch_axis in mesh.axis_names:
-                return int(mesh.shape[mesh.axis_names.index(batch_axis)])
-            return int(np.prod(mesh.shape))
-    tf = sys.modules.get("tensorflow")
-    if tf is not None and tf.distribute.has_strategy():
-        return int(tf.distribute.get_strategy().num_replicas_in_sync)
-    return 1
+    return 8 if train_step_compiles_with_xla() else None

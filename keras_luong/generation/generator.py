@@ -18,6 +18,7 @@ import numpy as np
 from keras import ops
 
 from keras_luong import samplers
+from keras_luong.backend.engine import compiles_with_xla
 from keras_luong.backend.loops import step_call
 from keras_luong.backend.ops import dense_rows, plain_float32_dense
 from keras_luong.checks import MASKED_SCORE, check_integer
@@ -60,7 +61,7 @@ class Seq2SeqGenerator(keras.Model):
         self.row_bounds = row_bounds if self.stop_token_ids else None
         # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
         # torch stays eager (its compile takes minutes).
-        self.jit_compile = keras.backend.backend() != "torch"
+        self.jit_compile = compiles_with_xla()
 
     def call(self, inputs):
         # After the source, the prefixes if `prefixed`, then the uniform numbers of a sampler

@@ -8,6 +8,7 @@ import os
 import keras
 import numpy as np
 
+from keras_luong.backend.engine import compiles_with_xla
 from keras_luong.checks import check_path
 from keras_luong.generation.generator import teacher_forced_input
 
@@ -75,7 +76,7 @@ def generated_alignments(model, source, generated, max_length):
     aligner = model.__dict__.get("_aligner")
     if aligner is None:  # kept on the model (not tracked by Keras as state)
         aligner = model.__dict__["_aligner"] = Aligner(model)
-        aligner.jit_compile = keras.backend.backend() != "torch"
+        aligner.jit_compile = compiles_with_xla()
     weights = aligner.predict_on_batch((repeated.astype("int32"), target_in))
     return np.reshape(np.asarray(weights, "float32"), (*ids.shape, source.shape[1]))
 

@@ -153,8 +153,8 @@ class RecurrentEncoder(keras.layers.Layer):
 
     Returns:
         `(sequence, mask, final_states)`: the top layer's `(B, S, units)` states, `mask` as
-        given, and one list per layer, bottom first, of its final states `(B, units)` (`[h]`
-        for a GRU, `[h, c]` for an LSTM).
+        given (all true when none is), and one list per layer, bottom first, of its final
+        states `(B, units)` (`[h]` for a GRU, `[h, c]` for an LSTM).
 
     Example:
 
@@ -199,10 +199,18 @@ class RecurrentEncoder(keras.layers.Layer):
         sequence, final_states = run_recurrent_layers(
             self.recurrent_layers, embedded, mask, self.dropout_layer, training
         )
+        if mask is None:  # every position real
+            mask = ops.ones(ops.shape(embedded)[:2], "bool")
         return sequence, mask, final_states
 
     def compute_mask(self, embedded, mask=None):
         return None
+
+    def compute_output_shape(self, embedded_shape, mask_shape=None):
+        batch, length = tuple(embedded_shape)[:2]
+        states = 2 if self.cell == "lstm" else 1
+        final = [[(batch, self.units)] * states for _ in self.recurrent_layers]
+        return (batch, length, self.units), (batch, length), final
 
     def get_config(self):
         config = super().get_config()

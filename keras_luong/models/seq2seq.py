@@ -29,12 +29,11 @@ from keras_luong.models.arguments import check_arguments
 from keras_luong.models.initializers import dense_arguments, initializer_arguments
 from keras_luong.models.parts import (
     MaskCarrier,
+    RecurrentEncoder,
     bridge_states,
     decoder_cells,
     embedding,
-    recurrent_layer,
     reverse_tokens,
-    run_recurrent_layers,
     state_kinds,
     unreverse,
 )
@@ -131,6 +130,8 @@ class LuongSeq2Seq(
             `(sequence, sequence_mask, final_states)` (the encoder contract of
             `keras_luong.models.parts`; `final_states` one list `[h]` or `[h, c]` per layer).
             `bidirectional`, `encoder_layers` and `encoder_cell` are then its own business.
+            Without it the model builds a `RecurrentEncoder` from those three; either way
+            the layer is `model.source_encoder`.
         encoder_layers: Stacked recurrent layers in the built-in encoder (each bidirectional
             when `bidirectional`; `dropout` between them). Defaults to 1.
         encoder_cell: `"lstm"` (the default) or `"gru"`.
@@ -267,13 +268,12 @@ class LuongSeq2Seq(
             source_vocabulary_size, embedding_dim, source_embeddings, "source_embeddings",
             dtype, init, "source_embedding",
         )  # fmt: skip
-        if encoder is not None:  # a layer meeting the encoder contract (model_parts)
-            self.encoder, self.encoder_stack = encoder, []
-        else:
-            self.encoder, *self.encoder_stack = (
-                recurrent_layer(encoder_cell, units, bidirectional, dtype, init, index)
-                for index in range(encoder_layers)
-            )
+        # The source encoder, under the encoder contract (models/parts.py): the user's layer,
+        # or the built-in RecurrentEncoder.
+        self.source_encoder = encoder or RecurrentEncoder(
+            units, encoder_layers, encoder_cell, bidirectional, dropout, init,
+            dtype=dtype, name="recurrent_encoder",
+        )  # fmt: skip
         # The bridge's layers before the target embedding: the order the layers draw their
         # initial weights in stays that of earlier releases.
         self.state_kinds = state_kinds(decoder_cell, decoder_layers)
@@ -323,6 +323,21 @@ class LuongSeq2Seq(
         # The logits carry the target's padding mask, which Keras' losses and metrics leave out.
         self.logits_mask = MaskCarrier(dtype=dtype)
 
+    @property
+    def encoder(self):
+        """The user's encoder layer, or the built-in encoder's first recurrent layer.
+
+        With `encoder_stack`, the built-in encoder's layers where `.keras` files keep their
+        weights (Keras saves a layer's weights under the attribute that reaches it first)."""
+        if self.user_encoder:
+            return self.source_encoder
+        return self.source_encoder.recurrent_layers[0]
+
+    @property
+    def encoder_stack(self):
+        """The built-in encoder's recurrent layers above its first (see `encoder`)."""
+        return [] if self.user_encoder else list(self.source_encoder.recurrent_layers[1:])
+
     @classmethod
     def paper(cls, source_vocabulary_size=50000, target_vocabulary_size=50000, **overrides):
         """The model of Luong, Pham and Manning (2015, section 4.1): 4 stacked LSTM layers of
@@ -358,22 +373,15 @@ class LuongSeq2Seq(
             source = reverse_tokens(source)
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
-        if self.user_encoder:
-            # A copy: the embedding's Keras mask stays behind (the mask is an argument). Keras
-            # warns that a layer without `supports_masking` given a `mask=` "destroys" it; the
-            # contract hands the encoder its mask and takes back the one it returns.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", MASK_WARNING, UserWarning)
-                value, value_mask, final_states = self.encoder(
-                    ops.copy(embedded), mask=source_mask, training=training
-                )
-            value_mask = source_mask if value_mask is None else value_mask
-        else:
-            value, final_states = run_recurrent_layers(
-                [self.encoder, *self.encoder_stack], embedded, source_mask,
-                self.dropout_layer, training,
-            )  # fmt: skip
-            value_mask = source_mask
+        # A copy: the embedding's Keras mask stays behind (the mask is an argument). Keras
+        # warns that a layer without `supports_masking` given a `mask=` "destroys" it; the
+        # contract hands the encoder its mask and takes back the one it returns.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", MASK_WARNING, UserWarning)
+            value, value_mask, final_states = self.source_encoder(
+                ops.copy(embedded), mask=source_mask, training=training
+            )
+        value_mask = source_mask if value_mask is None else value_mask
         dense = {"h": getattr(self, "bridge_h", None), "c": getattr(self, "bridge_c", None)}
         states = bridge_states(
             self.bridge, final_states, self.state_kinds, self.decoder.cell.cell_state_size,

@@ -1,11 +1,11 @@
 """The sequence loss of tensorflow-addons' seq2seq: token cross-entropy weighted per token, with
 its averaging flags, plus label smoothing and the padding id left out."""
 
-import sys
-
 import keras
 from keras import ops
 
+from keras_luong.backend.engine import replica_sum, replicas_in_step
+from keras_luong.backend.ops import smoothed_crossentropy
 from keras_luong.checks import check_integer, check_rate, unpack_inputs
 
 
@@ -130,48 +130,6 @@ def reduce_sequence_loss(
     return crossent
 
 
-def smoothed_crossentropy(logits, targets, label_smoothing):
-    """The cross-entropy `(B, T)` of float32 `logits` `(B, T, V)` against the smoothed targets
-    `(1 - ε)·one_hot + ε/V` of int32 `targets` (Keras' rule), `-Σ_v y_v log p_v`, in the form
-    each backend computes fastest forward and backward (`benchmarks/sequence_loss_speed.py`;
-    the values are the same to rounding):
-
-    - JAX: `logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ_v z_v`, no `(B, T, V)` tensor besides
-      the logits: XLA fuses `logsumexp` with its gradient;
-    - torch: `-(1 - ε)·log p_target - (ε/V)·Σ_v log p_v` from `log_softmax`, one fused kernel
-      forward and backward, where `logsumexp` is four passes over the logits and its
-      gradient three more;
-    - TensorFlow: Keras' `categorical_crossentropy` of the smoothed one-hot targets, whose
-      fused kernel gives the gradient `softmax - y` in its forward pass, where the gradient of
-      any gather of `z_target` or sum over `V` adds dense `(B, T, V)` passes.
-
-    Unsmoothed, torch and TensorFlow take Keras' `sparse_categorical_crossentropy` (fused
-    kernels on both).
-    """
-    size = logits.shape[-1]
-    backend = keras.backend.backend()
-
-    def at_targets(x):
-        return ops.take_along_axis(x, ops.expand_dims(targets, -1), axis=-1)[..., 0]
-
-    if backend == "jax":
-        crossent = ops.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * at_targets(logits)
-        if label_smoothing:
-            crossent = crossent - (label_smoothing / size) * ops.sum(logits, axis=-1)
-        return crossent
-    if not label_smoothing:  # rows of (B·T, V): torch's kernel takes the classes on axis 1
-        crossent = ops.sparse_categorical_crossentropy(
-            ops.reshape(targets, (-1,)), ops.reshape(logits, (-1, size)), from_logits=True
-        )
-        return ops.reshape(crossent, ops.shape(targets))
-    if backend == "tensorflow":
-        smoothed = ops.one_hot(targets, size) * (1.0 - label_smoothing) + label_smoothing / size
-        return ops.categorical_crossentropy(smoothed, logits, from_logits=True)
-    log_probs = ops.log_softmax(logits, axis=-1)
-    crossent = -(1.0 - label_smoothing) * at_targets(log_probs)
-    return crossent - (label_smoothing / size) * ops.sum(log_probs, axis=-1)
-
-
 @keras.saving.register_keras_serializable(package="keras_luong")
 class SequenceLoss(keras.losses.Loss):
     """tensorflow-addons' `SequenceLoss` as a Keras 3 loss: `sequence_loss` of the model's
@@ -293,16 +251,14 @@ class ReplicaTokenWeighting:
         loss = super().compute_loss(
             x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
         )
-        tf = sys.modules.get("tensorflow")  # the trainer's engine: read, never imported here
-        if keras.backend.backend() != "tensorflow" or tf is None or y is None:
+        replicas = replicas_in_step()
+        if replicas == 1 or y is None:
             return loss
-        context = tf.distribute.get_replica_context()
-        replicas = 1 if context is None else context.num_replicas_in_sync
         counted = self._counted_tokens(x, y)
-        if replicas == 1 or counted is None:
+        if counted is None:
             return loss
         local = ops.sum(ops.cast(counted, "float32"))
-        share = ops.divide_no_nan(local * replicas, context.all_reduce("sum", local))
+        share = ops.divide_no_nan(local * replicas, replica_sum(local))
         # What compute_loss added besides the compiled loss (regularisers, add_loss): kept.
         additional = (
             sum((ops.sum(ops.cast(extra, "float32")) for extra in self.losses), ops.zeros(()))

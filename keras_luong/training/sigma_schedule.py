@@ -117,8 +117,12 @@ def _attention_layers(model):
             continue
         seen.add(id(layer))
         order.append(layer)
-        children = list(getattr(layer, "layers", None) or [])
-        children += list(getattr(layer, "cells", None) or [])
+        children = [
+            child
+            for name in ("layers", "cells")  # a list of them (`RecurrentEncoder.layers` counts)
+            if isinstance(getattr(layer, name, None), (list, tuple))
+            for child in getattr(layer, name)
+        ]
         children += [getattr(layer, name, None) for name in ("cell", "attention")]
         pending.extend(reversed([child for child in children if child is not None]))
     return order

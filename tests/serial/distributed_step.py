@@ -2,10 +2,10 @@
 subprocess by `distributed_test.py` (the device count must be set before the engine starts):
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \\
-        python -m tests.distributed_step jax
-    KERAS_BACKEND=tensorflow python -m tests.distributed_step tensorflow
-    KERAS_BACKEND=torch python -m tests.distributed_step torch
-    KERAS_BACKEND=tensorflow python -m tests.distributed_step tensorflow-page
+        python -m tests.serial.distributed_step jax
+    KERAS_BACKEND=tensorflow python -m tests.serial.distributed_step tensorflow
+    KERAS_BACKEND=torch python -m tests.serial.distributed_step torch
+    KERAS_BACKEND=tensorflow python -m tests.serial.distributed_step tensorflow-page
 
 Prints one JSON line per variant (global and local-p, input feeding on): the loss of the
 step on one device and distributed, the largest difference between the weights after it, the
@@ -95,7 +95,7 @@ def run_page(section):
     prints the first and last epoch's loss."""
     import re
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "docs", "scaling.md"), encoding="utf-8") as page:
         body = next(p for p in page.read().split("\n## ") if p.startswith(section))
     rng = np.random.default_rng(2)

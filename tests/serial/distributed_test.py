@@ -1,7 +1,7 @@
 """Data-parallel training equals one device: JAX `keras.distribution.DataParallel` over 4
 virtual CPU devices, TensorFlow `MirroredStrategy` over 2 logical CPU devices, torch
 `DistributedDataParallel` over 2 CPU processes (gloo). Each runs in a subprocess
-(`tests/distributed_step.py`): the device count is fixed when the engine starts."""
+(`tests/serial/distributed_step.py`): the device count is fixed when the engine starts."""
 
 import json
 import os
@@ -12,14 +12,12 @@ import pytest
 
 from tests.test_case import BACKEND
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Alone, outside the xdist workers: each test starts processes of its own.
-pytestmark = pytest.mark.serial
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_step(engine, **env):
     result = subprocess.run(
-        [sys.executable, "-m", "tests.distributed_step", engine],
+        [sys.executable, "-m", "tests.serial.distributed_step", engine],
         cwd=ROOT,
         env={**os.environ, "KERAS_BACKEND": engine.split("-")[0], **env},
         capture_output=True,
