@@ -2,9 +2,11 @@
 
 The reference is generated from the docstrings of the objects named on the pages under
 docs/api/ (`::: name` lines); this test reads the same list, so an object added to the
-reference has its examples run with no change here. Every public class has an example.
+reference has its examples run with no change here. Every public class has an example, and
+every default a docstring states is the one in the signature.
 """
 
+import ast
 import doctest
 import importlib
 import inspect
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_case import outside_tensorflow_run
+from tests.test_case import in_jax_run_only, outside_tensorflow_run
 
 API_PAGES = Path(__file__).resolve().parents[1] / "docs" / "api"
 
@@ -91,3 +93,69 @@ def test_docstring_example(name, test, tmp_path, monkeypatch):
     output = []
     runner.run(test, out=output.append)
     assert runner.failures == 0, "".join(output)
+
+
+def stated_defaults(obj):
+    """`(argument, stated, signature default)` for each argument of `obj`'s docstring whose
+    "Defaults to ..." names a Python literal, against the default in `obj`'s signature. A
+    default of `None` in the signature stands for one worked out at the call (the docstring
+    then says which), so it is left out unless the docstring states `None` itself."""
+    function = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return
+    section = re.search(r"^Args:\n(.*?)(?=^\S|\Z)", inspect.getdoc(obj) or "", re.S | re.M)
+    described, name = {}, None
+    for line in section.group(1).split("\n") if section else ():
+        start = re.match(r"^    (\w+): (.*)", line)
+        if start:
+            name = start.group(1)
+            described[name] = start.group(2)
+        elif name:
+            described[name] += " " + line.strip()
+    for argument, text in described.items():
+        stated = re.search(r"Defaults to (`[^`]*`|[^\s,;:)]+)", text)
+        if argument not in parameters or not stated:
+            continue
+        try:
+            value = ast.literal_eval(stated.group(1).strip("`").rstrip("."))
+        except (ValueError, SyntaxError):
+            continue  # prose ("the units of the layer")
+        default = parameters[argument].default
+        if default is not None or value is None:
+            yield argument, value, default
+
+
+def callables_of(obj):
+    """`obj` and, for a class, its public methods defined in keras_luong."""
+    yield obj
+    if inspect.isclass(obj):
+        for name, member in vars(obj).items():
+            if not name.startswith("_") and inspect.isfunction(member):
+                yield member
+
+
+@in_jax_run_only("docstrings against signatures (no backend)")
+def test_every_stated_default_is_the_signatures():
+    wrong, checked = [], 0
+    for name, obj in OBJECTS.items():
+        members = [obj] if inspect.ismodule(obj) else callables_of(obj)
+        for member in members:
+            for argument, value, default in stated_defaults(member):
+                checked += 1
+                if value != default or isinstance(value, bool) != isinstance(default, bool):
+                    wrong.append(f"{name}: {argument} says {value!r}, the code has {default!r}")
+    assert not wrong, "\n".join(wrong)
+    assert checked > 100  # the docstrings' "Defaults to" are read
+
+
+def test_stated_defaults_find_a_wrong_one():
+    def example(tokenize="13a"):
+        """Scores.
+
+        Args:
+            tokenize: The tokenizer. Defaults to `"none"`.
+        """
+
+    assert list(stated_defaults(example)) == [("tokenize", "none", "13a")]

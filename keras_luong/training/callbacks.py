@@ -47,7 +47,8 @@ class BleuCallback(EveryFrequencyEpochs):
             (`compile(sampler=...)`, greedy unless set there).
         frequency: Decode every this many epochs (and after the last). Defaults to 1.
         tokenize: sacreBLEU's tokenizer (see `keras_luong.evaluation.corpus_bleu`):
-            `"none"` for text tokenized beforehand. Defaults to `"none"`.
+            `"13a"` for detokenized text, `"none"` for text tokenized beforehand. Defaults to
+            `"13a"`, sacreBLEU's.
         name: The key in `logs`. Defaults to `"val_bleu"`.
         batch_size: Sentences decoded at once. Defaults to 32, as `translate`.
         verbose: 1 prints the score, the number of sentences and the seconds taken. Defaults
