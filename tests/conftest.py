@@ -45,8 +45,7 @@ def pytest_collection_modifyitems(items):
     workers): they are marked `serial`, and a `serial` mark elsewhere is refused, since the
     serial run collects that folder alone."""
     for item in items:
-        inside = SERIAL in item.path.parents
-        if inside:
+        if SERIAL in item.path.parents:
             item.add_marker(pytest.mark.serial)
         elif item.get_closest_marker("serial"):
             raise pytest.UsageError(f"{item.nodeid} is marked serial: move it to {SERIAL}")

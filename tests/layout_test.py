@@ -147,6 +147,9 @@ ASKS_THE_BACKEND = {
 }
 
 
+ENGINES = {"tensorflow", "jax", "torch"}
+
+
 def backend_questions(path):
     """The lines of a file that ask for the backend's name or read an engine's module."""
     asks = []
@@ -163,9 +166,6 @@ def backend_questions(path):
             if any(m.split(".")[0] in ENGINES for m in modules):
                 asks.append(node.lineno)
     return asks
-
-
-ENGINES = {"tensorflow", "jax", "torch"}
 
 
 def test_backend_questions_are_asked_in_the_backend_package():

@@ -101,9 +101,9 @@ class BucketedBatches(keras.utils.PyDataset):
         batch_multiple=None,
         **kwargs,
     ):
-        given = {"workers", "use_multiprocessing"} & set(kwargs)
-        if loader_workers() and not given:
-            kwargs["workers"] = loader_workers()
+        workers = loader_workers()
+        if workers and not {"workers", "use_multiprocessing"} & set(kwargs):
+            kwargs["workers"] = workers
         super().__init__(**kwargs)
         if isinstance(source_ids, PreparedCorpus):
             if target_ids is not None:

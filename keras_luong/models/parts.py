@@ -208,8 +208,7 @@ class RecurrentEncoder(keras.layers.Layer):
 
     def compute_output_shape(self, embedded_shape, mask_shape=None):
         batch, length = tuple(embedded_shape)[:2]
-        states = 2 if self.cell == "lstm" else 1
-        final = [[(batch, self.units)] * states for _ in self.recurrent_layers]
+        final = [[(batch, self.units)] * len(state_kinds(self.cell)) for _ in self.recurrent_layers]
         return (batch, length, self.units), (batch, length), final
 
     def get_config(self):

@@ -270,10 +270,12 @@ class LuongSeq2Seq(
         )  # fmt: skip
         # The source encoder, under the encoder contract (models/parts.py): the user's layer,
         # or the built-in RecurrentEncoder.
-        self.source_encoder = encoder or RecurrentEncoder(
-            units, encoder_layers, encoder_cell, bidirectional, dropout, init,
-            dtype=dtype, name="recurrent_encoder",
-        )  # fmt: skip
+        if encoder is None:
+            encoder = RecurrentEncoder(
+                units, encoder_layers, encoder_cell, bidirectional, dropout, init,
+                dtype=dtype, name="recurrent_encoder",
+            )  # fmt: skip
+        self.source_encoder = encoder
         # The bridge's layers before the target embedding: the order the layers draw their
         # initial weights in stays that of earlier releases.
         self.state_kinds = state_kinds(decoder_cell, decoder_layers)
