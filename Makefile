@@ -134,7 +134,7 @@ luong-vs-bahdanau: install
 		--figure docs/luong_vs_bahdanau_attention.png
 
 # Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
-# Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment predictive".
+# Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment local-p".
 G2P_ARGS ?=
 g2p: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_ARGS)
@@ -144,10 +144,10 @@ g2p: install
 G2P_VARIANT_ARGS ?= --epochs 3 --length-penalties 0.5
 G2P_VARIANTS := global-general=--score-mode=general \
 	global-dot=--score-mode=dot \
-	local-m-general=--alignment=monotonic \
-	local-p-general=--alignment=predictive \
+	local-m-general=--alignment=local-m \
+	local-p-general=--alignment=local-p \
 	global-general-no-feeding=--no-input-feeding \
-	bahdanau-2015=--attention-timing=bahdanau+--score-mode=bahdanau
+	bahdanau-2015=--attention-timing=bahdanau+--score-mode=additive
 g2p-variants: install
 	set -e; for variant in $(G2P_VARIANTS); do \
 		name=$${variant%%=*}; \
@@ -170,8 +170,8 @@ translate: install
 TRANSLATE_VARIANT_ARGS ?= --minutes 15 --length-penalties 1.0
 TRANSLATE_VARIANTS := global-general=--score-mode=general \
 	global-dot=--score-mode=dot \
-	local-m-general=--alignment=monotonic \
-	local-p-general=--alignment=predictive \
+	local-m-general=--alignment=local-m \
+	local-p-general=--alignment=local-p \
 	global-general-no-feeding=--no-input-feeding \
 	keras-native=--model=keras-native
 translate-variants: install

@@ -1,7 +1,7 @@
 """Grapheme-to-phoneme on CMUdict (g014b2b): train a LuongSeq2Seq, score it as the papers do.
 
     make g2p                                   # the headline run (jax)
-    python benchmarks/g2p.py --minutes 10 --alignment predictive --no-input-feeding
+    python benchmarks/g2p.py --minutes 10 --alignment local-p --no-input-feeding
 
 Trains on the training file less a validation split, measures the validation WER (greedy)
 after every epoch and keeps the best weights, stops after `--epochs` or `--minutes`, picks
@@ -22,10 +22,10 @@ def parse_args(argv=None):
     parser.add_argument(
         "--alignment",
         default="global",
-        choices=["global", "monotonic", "predictive", "hard-monotonic"],
+        choices=["global", "local-m", "local-p", "hard-monotonic"],
     )
     parser.add_argument(
-        "--score-mode", default="general", choices=["dot", "general", "concat", "bahdanau"]
+        "--score-mode", default="general", choices=["dot", "general", "concat", "additive"]
     )
     parser.add_argument(
         "--attention-timing",

@@ -120,7 +120,7 @@ def main():
     for source_length in args.sources:
         value = rng.standard_normal((args.batch, source_length, args.dim)).astype("float32")
         keras.utils.set_random_seed(0)
-        local = LocalAttention(alignment="predictive", window=args.window, score_mode=args.score)
+        local = LocalAttention(alignment="local-p", window=args.window, score_mode=args.score)
         global_ = GlobalAttention(score_mode=args.score)
         if args.eager:
             steps = [make_call(layer, query, value) for layer in (local, global_)]

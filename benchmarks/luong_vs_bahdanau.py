@@ -38,9 +38,9 @@ MODELS = {
     "Luong, dot": {"score_mode": "dot"},
     "Luong, general": {"score_mode": "general"},
     "Luong, concat": {"score_mode": "concat"},
-    "Luong, local-p general": {"alignment": "predictive", "score_mode": "general"},
-    "Bahdanau score, Luong timing": {"score_mode": "bahdanau"},
-    "Bahdanau (2015)": {"score_mode": "bahdanau", "attention_timing": "bahdanau"},
+    "Luong, local-p general": {"alignment": "local-p", "score_mode": "general"},
+    "Bahdanau score, Luong timing": {"score_mode": "additive"},
+    "Bahdanau (2015)": {"score_mode": "additive", "attention_timing": "bahdanau"},
     "Bahdanau timing, general": {"score_mode": "general", "attention_timing": "bahdanau"},
 }
 REFERENCE = "Luong, general"

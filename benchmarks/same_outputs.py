@@ -24,11 +24,11 @@ from compare_checkouts import load_baseline  # noqa: E402
 
 VARIANTS = {
     "default": {},
-    "local-m": {"alignment": "monotonic", "window": 2},
-    "local-p": {"alignment": "predictive", "window": 2},
+    "local-m": {"alignment": "local-m", "window": 2},
+    "local-p": {"alignment": "local-p", "window": 2},
     "hard-monotonic": {"alignment": "hard-monotonic"},
-    "bahdanau": {"attention_timing": "bahdanau", "score_mode": "bahdanau"},
-    "bahdanau-monotonic": {"alignment": "hard-monotonic", "score_mode": "bahdanau"},
+    "bahdanau": {"attention_timing": "bahdanau", "score_mode": "additive"},
+    "bahdanau-monotonic": {"alignment": "hard-monotonic", "score_mode": "additive"},
     "no-feeding": {"input_feeding": False},
 }
 
@@ -39,6 +39,20 @@ def outputs_of(model, package, source, target_in):
     beam_sampler = package.BeamSearchSampler(4, length_penalty=0.0)  # the same in every version
     beam = np.asarray(model.generate(source, 12, sampler=beam_sampler))
     return logits, greedy, beam
+
+
+def spelled_for(checkout, arguments):
+    """`arguments` as the checkout at `checkout` spells them: one from before keras-luong 0.4
+    (no `keras_luong/attention/names.py`) takes the old spellings of the renamed names."""
+    if os.path.exists(os.path.join(checkout, "keras_luong", "attention", "names.py")):
+        return arguments
+    from keras_luong.attention.names import RENAMED
+
+    before = {
+        name: {new: spelling for spelling, (new, _) in renames.items()}
+        for name, renames in RENAMED.items()
+    }
+    return {name: before.get(name, {}).get(value, value) for name, value in arguments.items()}
 
 
 def main():
@@ -63,7 +77,9 @@ def main():
         baseline = load_baseline(args.baseline, folder)
         for name, arguments in VARIANTS.items():
             keras.utils.set_random_seed(0)
-            old = baseline.LuongSeq2Seq(40, 40, units=16, embedding_dim=8, **arguments)
+            old = baseline.LuongSeq2Seq(
+                40, 40, units=16, embedding_dim=8, **spelled_for(args.baseline, arguments)
+            )
             old((source, target_in))
             new = keras_luong.LuongSeq2Seq(40, 40, units=16, embedding_dim=8, **arguments)
             new((source, target_in))

@@ -72,38 +72,38 @@ BASE = {
 ATTENTIONS = {
     "global-general": {"alignment": "global", "score_mode": "general"},
     "global-dot": {"alignment": "global", "score_mode": "dot"},
-    "local-m": {"alignment": "monotonic", "score_mode": "general"},
-    "local-p": {"alignment": "predictive", "score_mode": "general"},
+    "local-m": {"alignment": "local-m", "score_mode": "general"},
+    "local-p": {"alignment": "local-p", "score_mode": "general"},
     # local-p whose window (D = 25, sigma 12.5) covers nearly every source of the long corpus
     # from the first step: does local-p's slow start come from targets outside the window?
-    "local-p-wide": {"alignment": "predictive", "score_mode": "general", "window": 25},
+    "local-p-wide": {"alignment": "local-p", "score_mode": "general", "window": 25},
     # local-p whose Gaussian-weighted alignments are renormalised to sum to one: does the
     # context's shrinking, where p_t is off the aligned words, slow its start?
     "local-p-renormalized": {
-        "alignment": "predictive",
+        "alignment": "local-p",
         "score_mode": "general",
         "attention_arguments": {"renormalize": True},
     },
     # local-p whose decoder starts from zeros (bridge="zeros"): does the learned bridge, which
     # hands the decoder the encoder's final states (the backward one sits at the source's
     # first word), leave the first target words no need to attend to the source's start?
-    "local-p-zeros-bridge": {"alignment": "predictive", "score_mode": "general", "bridge": "zeros"},
+    "local-p-zeros-bridge": {"alignment": "local-p", "score_mode": "general", "bridge": "zeros"},
     # local-p whose predicted position has a learned bias, initialised to zero (the paper's
     # has none): p_t = (S_i - 1) · sigmoid(v_p · tanh(W_p h_t) + b_p). Does the first target
     # word's position sit at the source's middle because v_p · tanh(W_p h_t) can give no
     # offset that the decoder state does not carry?
-    "local-p-position-bias": {"alignment": "predictive-position-bias", "score_mode": "general"},
+    "local-p-position-bias": {"alignment": "local-p-position-bias", "score_mode": "general"},
     # local-p whose Gaussian starts wide and narrows epoch by epoch (sigma 40, 20, 10, then 5,
     # the paper's D / 2 for D = 10, over a window of half-width 40; SigmaSchedule(epochs=3)):
     # does a start close to global attention, which locks on over the whole source, lead p_t
     # over the whole source?
     "local-p-annealed": {
-        "alignment": "predictive",
+        "alignment": "local-p",
         "score_mode": "general",
         "window": 40,
         "attention_arguments": {"initial_sigma": 40.0, "sigma": 5.0},
     },
-    "bahdanau": {"alignment": "global", "score_mode": "bahdanau", "attention_timing": "bahdanau"},
+    "bahdanau": {"alignment": "global", "score_mode": "additive", "attention_timing": "bahdanau"},
 }
 # local-p-annealed stopped at sigma 10 (40, 20, then 10 from the third epoch on): the same
 # first three epochs, then a Gaussian twice as wide as the paper's. On Multi30k the diagonal
@@ -116,7 +116,7 @@ ATTENTIONS["local-p-annealed-10"] = {
 
 
 def register_position_bias():
-    """Registers `alignment="predictive-position-bias"` (see `ATTENTIONS`), through the
+    """Registers `alignment="local-p-position-bias"` (see `ATTENTIONS`), through the
     package's own extension point, `register_alignment`."""
     from keras import ops
 
@@ -138,11 +138,9 @@ def register_position_bias():
             return positions + ops.expand_dims(ops.cast(starts, "float32"), -1)
 
     def make(score_mode, window, **arguments):
-        return PositionBias(
-            alignment="predictive", window=window, score_mode=score_mode, **arguments
-        )
+        return PositionBias(alignment="local-p", window=window, score_mode=score_mode, **arguments)
 
-    register_alignment("predictive-position-bias", make)
+    register_alignment("local-p-position-bias", make)
 
 
 def parse_args(argv=None):

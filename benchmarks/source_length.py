@@ -55,7 +55,7 @@ def main():
     for s in args.sources:
         source = rng.integers(3, v, (b, s)).astype("int32")
         memory = rng.standard_normal((b, s, u)).astype("float32")
-        for alignment in ("predictive", "global"):
+        for alignment in ("local-p", "global"):
             keras.utils.set_random_seed(0)
             model = LuongSeq2Seq(v, v, units=u, embedding_dim=64, alignment=alignment)
             decoder = decoder_model(alignment, v, u)
@@ -84,13 +84,12 @@ def main():
     )
     first = args.sources[0]
     for name in ("model", "decoder"):
-        for alignment in ("predictive", "global"):
+        for alignment in ("local-p", "global"):
             cells = []
             for s in args.sources:
                 ratio = med[(name, alignment, s)] / med[(name, alignment, first)]
                 cells.append(f"S={s}: {1e3 * med[(name, alignment, s)]:7.1f} ms ({ratio:4.2f})")
-            label = "local-p" if alignment == "predictive" else "global"
-            print(f"{name:<8} {label:<8} " + "   ".join(cells))
+            print(f"{name:<8} {alignment:<8} " + "   ".join(cells))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     make translate                                  # the headline run (jax), data downloaded
     make translate DATA=/path/to/multi30k           # a local copy of the official files
-    python benchmarks/translate.py --minutes 10 --alignment predictive --no-input-feeding
+    python benchmarks/translate.py --minutes 10 --alignment local-p --no-input-feeding
 
 Trains one joint BPE vocabulary on both sides of the training text (the official lowercased,
 tokenized files), trains on length-bucketed batches, translates the validation set greedily
@@ -36,7 +36,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--alignment",
         default="global",
-        choices=["global", "monotonic", "predictive", "hard-monotonic"],
+        choices=["global", "local-m", "local-p", "hard-monotonic"],
     )
     parser.add_argument("--score-mode", default="general", choices=["dot", "general", "concat"])
     parser.add_argument("--window", type=int, default=10, help="local window half-width D")
@@ -249,7 +249,7 @@ def main(argv=None):
         model.set_vocabularies(subwords, subwords)
         recipe = (
             f"{args.alignment}/{args.score_mode}"
-            + (f" D={args.window}" if args.alignment in ("monotonic", "predictive") else "")
+            + (f" D={args.window}" if args.alignment in ("local-m", "local-p") else "")
             + f", input feeding {'on' if args.input_feeding else 'off'}, biLSTM encoder, "
             f"{args.layers}x{args.units} decoder, embeddings {args.embedding_dim}"
         )

@@ -27,11 +27,10 @@ VARIANTS = [
     ("global", "general"),
     ("global", "concat"),
     ("global", "location"),
-    ("monotonic", "general"),
-    ("predictive", "dot"),
-    ("predictive", "general"),
+    ("local-m", "general"),
+    ("local-p", "dot"),
+    ("local-p", "general"),
 ]
-NAMES = {"global": "global", "monotonic": "local-m", "predictive": "local-p"}
 
 
 def run(data, alignment, score_mode, input_feeding, args):
@@ -96,7 +95,7 @@ def main():
         for input_feeding in (True, False):
             exact, accuracy, aer, seconds = run(data, alignment, score_mode, input_feeding, args)
             row = (
-                f"| {NAMES[alignment]} | {score_mode} | {'yes' if input_feeding else 'no'} "
+                f"| {alignment} | {score_mode} | {'yes' if input_feeding else 'no'} "
                 f"| {exact:.2%} | {accuracy:.2%} | {aer:.3f} | {seconds:.0f} s |"
             )
             rows.append(row)

@@ -34,7 +34,7 @@ def parse_args(argv=None):
         "--alignment",
         default="global",
         choices=registered_alignments(),
-        help="global attention, local-m (monotonic) or local-p (predictive)",
+        help="global attention, local-m, local-p, or another registered alignment",
     )
     parser.add_argument(
         "--score-mode",

@@ -71,7 +71,7 @@ def build_parser():
     parser.add_argument(
         "--alignment",
         default=R["alignment"],
-        help="global (the default), monotonic (local-m), predictive (local-p: a window of "
+        help="global (the default), local-m, local-p (a window of "
         "half-width 40 whose Gaussian narrows from sigma 40 to 5 over the first three epochs, "
         "as the translation guide's seed study found it locks on), or another registered "
         "alignment",
@@ -79,14 +79,14 @@ def build_parser():
     parser.add_argument(
         "--score-mode",
         default=R["score_mode"],
-        help="general (the default), dot, concat, bahdanau",
+        help="general (the default), dot, concat, additive",
     )
     parser.add_argument(
         "--attention-timing",
         choices=("luong", "bahdanau"),
         default=R["attention_timing"],
         help="luong (the default): attend after the step; bahdanau: before it, from the "
-        "previous state (with --score-mode bahdanau: Bahdanau et al.'s attention)",
+        "previous state (with --score-mode additive: Bahdanau et al.'s attention)",
     )
     parser.add_argument(
         "--learning-rate",
@@ -198,7 +198,7 @@ def train(args):
         bucket_width=args.bucket_width,
         seed=args.seed,
     )
-    local_p = args.alignment == "predictive"
+    local_p = args.alignment == "local-p"
     model = recipe_model(
         len(vocabulary),
         len(vocabulary),

@@ -177,12 +177,12 @@ def test_a_layer_without_the_protocol_is_refused_by_what_it_lacks():
 
 
 def test_the_built_in_names_and_their_errors():
-    built_in = {"global", "monotonic", "predictive", "hard-monotonic", "location"}
+    built_in = {"global", "local-m", "local-p", "hard-monotonic", "location-sensitive"}
     assert built_in | {"recency-test"} <= set(registered_alignments())
     with pytest.raises(ValueError, match="alignment='nowhere'"):
         LuongSeq2Seq(9, 9, alignment="nowhere")
-    with pytest.raises(ValueError, match="no score_mode='bahdanau' variant"):
-        make_attention("monotonic", units=4, score_mode="bahdanau")
+    with pytest.raises(ValueError, match="no score_mode='additive' variant"):
+        make_attention("local-m", units=4, score_mode="additive")
     with pytest.raises(ValueError, match="attention_arguments=3"):
         LuongSeq2Seq(9, 9, attention_arguments=3)
     with pytest.raises(ValueError, match="Expected a factory"):
@@ -190,8 +190,8 @@ def test_the_built_in_names_and_their_errors():
     with pytest.raises(ValueError, match="name=''"):
         register_alignment("", RecencyAttention)
     # The model's window and score mode reach a factory that names them.
-    local = make_attention("predictive", units=4, score_mode="dot", window=3, name="a")
-    assert (local.alignment, local.window, local.score_mode) == ("predictive", 3, "dot")
+    local = make_attention("local-p", units=4, score_mode="dot", window=3, name="a")
+    assert (local.alignment, local.window, local.score_mode) == ("local-p", 3, "dot")
 
 
 def test_an_attention_layer_given_as_the_alignment_round_trips(tmp_path):
@@ -220,3 +220,40 @@ def test_an_attention_layer_given_as_the_alignment_round_trips(tmp_path):
         )
     with pytest.raises(ValueError, match="Expected an attention layer"):
         LuongSeq2Seq(9, 9, alignment=keras.layers.Dense(3))
+
+
+@pytest.mark.parametrize(
+    "make, old, new",
+    [
+        (lambda: LuongSeq2Seq(9, 9, alignment="monotonic"), "monotonic", "local-m"),
+        (lambda: LuongSeq2Seq(9, 9, alignment="predictive"), "predictive", "local-p"),
+        (lambda: LuongSeq2Seq(9, 9, alignment="location"), "location", "location-sensitive"),
+        (lambda: LuongSeq2Seq(9, 9, score_mode="bahdanau"), "bahdanau", "additive"),
+        (lambda: keras_luong.LocalAttention("monotonic"), "monotonic", "local-m"),
+        (lambda: keras_luong.BahdanauAttention(4, score_mode="bahdanau"), "bahdanau", "additive"),
+        (lambda: keras_luong.GlobalAttention(score_mode="bahdanau"), "bahdanau", "additive"),
+    ],
+)
+def test_an_old_spelling_is_refused_with_the_new_one(make, old, new):
+    """The names that meant two things up to 0.3 are refused by the constructors, the error
+    naming the spelling to use; "location" stays a score mode, "bahdanau" a timing."""
+    with pytest.raises(ValueError, match=f"'{old}' is spelled '{new}' since keras-luong 0.4.0"):
+        make()
+    model = LuongSeq2Seq(9, 9, units=4, score_mode="location", max_source_length=5,
+                         attention_timing="bahdanau")  # fmt: skip
+    assert (model.score_mode, model.attention_timing) == ("location", "bahdanau")
+
+
+def test_a_config_with_an_old_spelling_loads_with_the_new_one():
+    """A layer's or model's saved config with keras-luong 0.3's spelling builds the layer it
+    meant (the `.keras` files of each are in compatibility_test.py)."""
+    local = keras_luong.LocalAttention("local-m", window=2)
+    config = {**local.get_config(), "alignment": "monotonic"}
+    assert keras_luong.LocalAttention.from_config(config).alignment == "local-m"
+    additive = keras_luong.BahdanauAttention(4)
+    config = {**additive.get_config(), "score_mode": "bahdanau"}
+    assert keras_luong.BahdanauAttention.from_config(config).score_mode == "additive"
+    model = LuongSeq2Seq(9, 9, units=4, alignment="location-sensitive")
+    config = {**model.get_config(), "alignment": "location"}
+    loaded = LuongSeq2Seq.from_config(config)
+    assert isinstance(loaded.decoder.cell.attention, keras_luong.LocationSensitiveAttention)

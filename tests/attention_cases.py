@@ -28,7 +28,7 @@ PROPERTY = settings(
 SCORE_MODES = ("dot", "general", "concat")
 
 
-KINDS = ("global", "monotonic", "predictive")
+KINDS = ("global", "local-m", "local-p")
 
 
 @st.composite
@@ -63,7 +63,7 @@ def make_layer(case, **kwargs):
     if case["kind"] == "global":
         return GlobalAttention(**common)
     # local-p with D = 0 needs its own sigma (sigma = D / 2 = 0 is refused).
-    sigma = 0.5 if case["window"] == 0 and case["kind"] == "predictive" else None
+    sigma = 0.5 if case["window"] == 0 and case["kind"] == "local-p" else None
     return LocalAttention(case["kind"], window=case["window"], sigma=sigma, **common)
 
 

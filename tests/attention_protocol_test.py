@@ -39,8 +39,8 @@ ATTENTIONS = {
     "global-dot": lambda **kw: GlobalAttention(score_mode="dot", attentional_units=5, **kw),
     "global-general": lambda **kw: GlobalAttention(score_mode="general", **kw),
     "global-concat": lambda **kw: GlobalAttention(score_mode="concat", attentional_units=5, **kw),
-    "local-m": lambda **kw: LocalAttention("monotonic", window=1, attentional_units=5, **kw),
-    "local-p": lambda **kw: LocalAttention("predictive", window=2, score_mode="concat", **kw),
+    "local-m": lambda **kw: LocalAttention("local-m", window=1, attentional_units=5, **kw),
+    "local-p": lambda **kw: LocalAttention("local-p", window=2, score_mode="concat", **kw),
     "monotonic": lambda **kw: MonotonicAttention(attentional_units=5, **kw),
     "bahdanau": lambda **kw: BahdanauAttention(5, normalize=True, **kw),
     "bahdanau-monotonic": lambda **kw: BahdanauMonotonicAttention(5, **kw),
@@ -56,7 +56,7 @@ def _sum_of_squares(outputs):
 
 FLOAT16_LAYERS = {
     "global": lambda **kw: GlobalAttention(score_mode="dot", **kw),
-    "local-m": lambda **kw: LocalAttention("monotonic", window=1, score_mode="dot", **kw),
+    "local-m": lambda **kw: LocalAttention("local-m", window=1, score_mode="dot", **kw),
 }
 
 
@@ -171,13 +171,13 @@ def test_weights_are_a_distribution_over_valid_positions_in_the_window(case):
     if case["kind"] == "global":
         window = np.ones(weights.shape, bool)
     else:
-        centre = np.floor(positions) if case["kind"] == "predictive" else steps[None, :]
+        centre = np.floor(positions) if case["kind"] == "local-p" else steps[None, :]
         centre = np.broadcast_to(centre, weights.shape[:2])[..., None]
         window = np.abs(source[None, None, :] - centre) <= case["window"]
         assert np.all(weights[~window] == 0)
     valid = window & case["mask"][:, None, :]
     totals = weights.sum(-1)
-    if case["kind"] == "predictive":
+    if case["kind"] == "local-p":
         # The Gaussian is not renormalised: at most 1, and 0 without a valid position.
         assert np.all(totals <= 1 + 1e-5)
         assert np.all(totals[~valid.any(-1)] == 0)
@@ -224,7 +224,7 @@ def test_an_example_does_not_depend_on_the_rest_of_the_batch(case):
 
 
 @PROPERTY
-@given(attention_cases(kinds=("monotonic",)))
+@given(attention_cases(kinds=("local-m",)))
 def test_local_m_with_a_window_over_everything_is_global(case):
     """Luong's local-m with `D ≥ S + T` sees every source position at every step: it is
     global attention with the same weights."""

@@ -40,7 +40,7 @@ def test_mismatched_models_and_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="non-empty list"):
         average_models([])
     with pytest.raises(ValueError, match=r"models\[1\] of type LuongSeq2Seq whose config"):
-        average_models([built(0), built(1, alignment="monotonic")])
+        average_models([built(0), built(1, alignment="local-m")])
     with pytest.raises(ValueError, match=r"models\[1\] has no weights yet"):
         average_models([built(0), LuongSeq2Seq(11, 9, units=8, embedding_dim=4)])
     with pytest.raises(ValueError, match="one positive number per model"):

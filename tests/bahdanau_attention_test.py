@@ -147,7 +147,7 @@ def test_seq2seq_with_bahdanau_scores_trains_decodes_and_saves(alignment, tmp_pa
     rng = np.random.default_rng(3)
     source = rng.integers(3, 9, (16, 5)).astype("int32")
     target = np.concatenate([np.ones((16, 1)), source, np.full((16, 1), 2)], 1).astype("int32")
-    model = LuongSeq2Seq(9, 9, units=8, embedding_dim=4, alignment=alignment, score_mode="bahdanau")
+    model = LuongSeq2Seq(9, 9, units=8, embedding_dim=4, alignment=alignment, score_mode="additive")
     assert isinstance(model.decoder.attention, BahdanauAttention if alignment == "global" else
                       BahdanauMonotonicAttention)  # fmt: skip
     before, after = fit_lowers_loss(model, (source, target[:, :-1]), target[:, 1:], steps=3)

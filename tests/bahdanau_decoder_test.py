@@ -225,7 +225,7 @@ def make_model(**kwargs):
 def test_model_decodes_step_by_step_as_it_trains():
     """The model's logits from its decoder's loop equal those of `next_token_logits` fed the
     gold tokens, the function every sampler calls."""
-    model = make_model(score_mode="bahdanau")
+    model = make_model(score_mode="additive")
     expected = to_numpy(model((SOURCE[:4], TARGET_IN[:4])))
     value, value_mask, cell_states = model.encode(SOURCE[:4])
     memory = model.decoder.prepare(value, value_mask)
@@ -237,7 +237,7 @@ def test_model_decodes_step_by_step_as_it_trains():
 
 
 def test_model_fits_and_its_keras_file_loads_on_another_backend(tmp_path):
-    model = make_model(score_mode="bahdanau", decoder_layers=2)
+    model = make_model(score_mode="additive", decoder_layers=2)
     before, after = fit_lowers_loss(model, (SOURCE, TARGET_IN), TARGET_OUT, learning_rate=0.5)
     assert np.isfinite(after) and after < before - 1e-3
     assert model.get_config()["attention_timing"] == "bahdanau"

@@ -183,7 +183,7 @@ def test_attention_callback_logs_the_models_alignment_statistics():
 
 def annealed_model(**kwargs):
     return LuongSeq2Seq(
-        12, 12, units=8, embedding_dim=4, alignment="predictive", window=6,
+        12, 12, units=8, embedding_dim=4, alignment="local-p", window=6,
         attention_arguments={"initial_sigma": 8.0, "sigma": 2.0}, **kwargs,
     )  # fmt: skip
 
@@ -217,7 +217,7 @@ def test_sigma_schedule_refuses_what_it_cannot_narrow():
         SigmaSchedule(epochs=0)
     with pytest.raises(ValueError, match="argument layers"):
         SigmaSchedule(layers=[LocalAttention()])  # no initial_sigma
-    model = LuongSeq2Seq(12, 12, units=8, embedding_dim=4, alignment="predictive")
+    model = LuongSeq2Seq(12, 12, units=8, embedding_dim=4, alignment="local-p")
     model.compile("adam", SequenceLoss())
     with pytest.raises(ValueError, match="found no LocalAttention layer built with initial_sigma"):
         model.fit(

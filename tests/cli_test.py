@@ -420,18 +420,18 @@ def test_train_is_the_documented_recipe(prepared, tmp_path, bucket_width):
 
 
 def test_train_narrows_local_ps_gaussian(prepared, tmp_path, monkeypatch):
-    """`--alignment predictive` trains local-p as the seed study found it locks on: a window
+    """`--alignment local-p` trains local-p as the seed study found it locks on: a window
     of half-width 40, σ narrowed from 40 to 5 over three epochs (40, then 20 at the second).
     The allocator is left as it is (this runs on JAX)."""
     raised = []
     monkeypatch.setattr(train_cli, "reuse_large_blocks", lambda: raised.append(1) or True)
     corpus, _, _ = prepared
     out = str(tmp_path / "local_p.keras")
-    argv = ["--corpus", corpus, "--out", out, "--alignment", "predictive", "--epochs", "2"]
+    argv = ["--corpus", corpus, "--out", out, "--alignment", "local-p", "--epochs", "2"]
     argv += ["--units", "8", "--embedding-dim", "4", "--tokens-per-batch", "64", "--quiet"]
     assert train_cli.main(argv) == 0
     attention = keras.saving.load_model(out).decoder.cell.attention
-    assert (attention.alignment, attention.window) == ("predictive", 40)
+    assert (attention.alignment, attention.window) == ("local-p", 40)
     assert (attention.initial_sigma, attention.final_sigma) == (40.0, 5.0)
     assert float(keras.ops.convert_to_numpy(attention.sigma_variable)) == 20.0
     assert raised == ([1] if keras.backend.backend() == "torch" else [])
@@ -462,6 +462,8 @@ def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
         (["--corpus", corpus, "--out", out, "--dropout", "1.5"], "--dropout must be in [0, 1)"),
         (["--corpus", corpus, "--out", out, "--clip-norm", "0"], "--clip-norm must be positive"),
         (["--corpus", corpus, "--out", out, "--alignment", "diagonal"], "alignment='diagonal'"),
+        (["--corpus", corpus, "--out", out, "--alignment", "monotonic"], "spelled 'local-m'"),
+        (["--corpus", corpus, "--out", out, "--score-mode", "bahdanau"], "spelled 'additive'"),
         (["--corpus", corpus, "--out", out, "--bucket-width", "0"], "Received: 0"),
         (["--corpus", corpus, "--out", out, "--bucket-width", "wide"], "auto, none or at"),
     ]

@@ -83,3 +83,41 @@ def test_a_file_with_stacked_encoder_layers_from_0_3_0_loads_with_its_outputs(na
     np.testing.assert_array_equal(
         model.generate(expected["source"], 5, sampler=beam), expected[name + "_beam"]
     )
+
+
+# A file's old spelling -> the model's attribute and the spelling it loads with.
+RENAMED_IN_FILES = {
+    "seq2seq_0.1.0_monotonic_nofeeding": ("alignment", "local-m"),
+    "seq2seq_0.1.0_predictive_feeding": ("alignment", "local-p"),
+    "seq2seq_0.2.0_unidirectional_bahdanau": ("score_mode", "additive"),
+    "seq2seq_0.3.0_location": ("alignment", "location-sensitive"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RENAMED_IN_FILES))
+def test_a_file_with_an_old_attention_name_loads_with_the_new_one(name):
+    """Files that spell an alignment or score mode as keras-luong 0.3 did (`"monotonic"`,
+    `"predictive"`, `"location"`, `score_mode="bahdanau"`) load with the new spelling in
+    the model and its config, and save with it."""
+    attribute, spelling = RENAMED_IN_FILES[name]
+    model = keras.saving.load_model(os.path.join(DATA, name + ".keras"))
+    assert getattr(model, attribute) == spelling
+    assert model.get_config()[attribute] == spelling
+    assert type(model).from_config(model.get_config()).get_config()[attribute] == spelling
+
+
+def test_a_location_sensitive_file_from_0_3_0_loads_with_its_outputs():
+    """`alignment="location"` of keras-luong 0.3 (now `"location-sensitive"`) loads with
+    its attention's weights: its logits, greedy and beam ids are the recorded ones."""
+    expected = np.load(os.path.join(DATA, "seq2seq_0.3.0_outputs.npz"))
+    model = keras.saving.load_model(os.path.join(DATA, "seq2seq_0.3.0_location.keras"))
+    assert isinstance(model.decoder.cell.attention, keras_luong.LocationSensitiveAttention)
+    inputs = (expected["source"], expected["target_in"])
+    assert_allclose(model(inputs), expected["location"], atol=2e-5)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5), expected["location_generated"]
+    )
+    beam = keras_luong.BeamSearchSampler(3, length_penalty=0.0)
+    np.testing.assert_array_equal(
+        model.generate(expected["source"], 5, sampler=beam), expected["location_beam"]
+    )

@@ -27,7 +27,7 @@ B, T, S, E, H, U = 3, 6, 7, 4, 5, 6
 
 ATTENTIONS = {
     "global": lambda **kw: GlobalAttention(score_mode="general", attentional_units=U, **kw),
-    "local-m": lambda **kw: LocalAttention("monotonic", window=1, attentional_units=U, **kw),
+    "local-m": lambda **kw: LocalAttention("local-m", window=1, attentional_units=U, **kw),
     "local-p": lambda **kw: LocalAttention(
         window=2, score_mode="concat", attentional_units=U, **kw
     ),
@@ -420,7 +420,7 @@ def test_step_refuses_missing_states_and_unprepared_memory():
 
 
 @PROPERTY
-@given(attention_cases(kinds=("global", "monotonic")), st.booleans())
+@given(attention_cases(kinds=("global", "local-m")), st.booleans())
 def test_step_decoding_equals_teacher_forcing(case, input_feeding):
     inputs = case["query"]
     batch, steps = inputs.shape[:2]

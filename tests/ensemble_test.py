@@ -36,7 +36,7 @@ def member(seed, **arguments):
 def members():
     return [
         member(0),
-        member(1, alignment="monotonic", score_mode="dot", decoder_cell="gru", units=6),
+        member(1, alignment="local-m", score_mode="dot", decoder_cell="gru", units=6),
     ]
 
 

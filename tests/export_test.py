@@ -594,7 +594,7 @@ def test_torch_program_of_other_encoders_and_alignments(tmp_path):
     keras.utils.set_random_seed(0)
     model = LuongSeq2Seq(
         20, 25, units=8, embedding_dim=4, encoder_cell="gru", decoder_cell="gru",
-        reverse_source=True, alignment="predictive", window=2,
+        reverse_source=True, alignment="local-p", window=2,
     )  # fmt: skip
     model((SOURCE, SOURCE))
     path = str(tmp_path / "g.pt2")

@@ -362,7 +362,7 @@ def test_a_subclass_adds_a_score_mode_with_one_method():
     assert layer.weights == []  # no weights in its entry: no kernel
     # Local attention reads the same table: local-m with a window over the whole source
     # weighs every valid position as global attention does.
-    local = CosineLocal(alignment="monotonic", window=S + 4, score_mode="cosine")
+    local = CosineLocal(alignment="local-m", window=S + 4, score_mode="cosine")
     assert_allclose(local(query, value, value_mask=value_mask), context)
     with pytest.raises(ValueError, match="score_mode='cosine'"):
         GlobalAttention(score_mode="cosine")

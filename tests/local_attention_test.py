@@ -21,12 +21,12 @@ from tests.test_case import (
 
 B, T, S, D = 3, 12, 9, 8
 SCORES = ("dot", "general", "concat")
-ALIGNMENTS = ("monotonic", "predictive")
+ALIGNMENTS = ("local-m", "local-p")
 
 
 def reference_positions(layer, query, value_mask, step=0):
     lengths = value_mask.sum(-1).astype("float64")
-    if layer.alignment == "monotonic":
+    if layer.alignment == "local-m":
         start = np.reshape(np.asarray(step, "float64"), (-1, 1))
         return np.broadcast_to(start + np.arange(query.shape[1]), query.shape[:2])
     w = {k: v.astype("float64") for k, v in weights_by_name(layer).items()}
@@ -50,7 +50,7 @@ def reference_local(layer, query, value, value_mask, positions):
         & value_mask[:, None, :]
     )
     weights = masked_softmax(luong_scores(layer, query, value), in_window)
-    if layer.alignment == "predictive":
+    if layer.alignment == "local-p":
         sigma = float(np.sqrt(to_numpy(layer.window_variance("float32"))))  # may be narrowed
         weights = weights * np.exp(-((source - positions[..., None]) ** 2) / (2 * sigma**2))
         if layer.renormalize:
@@ -147,7 +147,7 @@ def test_monotonic_with_a_window_over_everything_is_global_attention():
     query, value = random((B, T, D), seed=7), random((B, S, D), seed=8)
     value_mask = length_mask([9, 5, 2], S)
     for score_mode in SCORES:
-        local = LocalAttention(alignment="monotonic", window=max(S, T), score_mode=score_mode)
+        local = LocalAttention(alignment="local-m", window=max(S, T), score_mode=score_mode)
         global_ = GlobalAttention(score_mode=score_mode)
         local(query, value)
         global_(query, value)
@@ -237,7 +237,7 @@ def test_gradient_reaches_the_position_weights():
 def test_window_past_the_end_gives_zeros_and_finite_gradients():
     query, value = random((B, T, D), seed=19), random((B, S, D), seed=20)
     value_mask = length_mask([9, 3, 0], S)
-    layer = LocalAttention(alignment="monotonic", window=1)
+    layer = LocalAttention(alignment="local-m", window=1)
     out, weights = layer(query, value, value_mask=value_mask, return_attention_scores=True)
     out, weights = to_numpy(out), to_numpy(weights)
     # Source 1 has 3 positions: steps t >= 3 + 1 see none; source 2 has none at all.
@@ -245,7 +245,7 @@ def test_window_past_the_end_gives_zeros_and_finite_gradients():
     assert np.all(weights[2] == 0) and np.all(out[2] == 0)
     assert np.all(weights[0, 10:] == 0) and np.all(weights[0, :10].sum(-1) > 0.99)
     # Past the end h̃_t = tanh(W_c [0; h_t]); its gradient stays finite.
-    layer = LocalAttention(alignment="monotonic", window=1, attentional_units=D, use_scale=True)
+    layer = LocalAttention(alignment="local-m", window=1, attentional_units=D, use_scale=True)
     var_grads, input_grads = gradients(
         layer, lambda o: keras.ops.sum(o**2), [query, value], value_mask=value_mask
     )
@@ -275,7 +275,7 @@ def test_dropout_only_in_training():
         ({"position_units": 0}, "position_units=0"),
         ({"initial_sigma": 0}, "initial_sigma=0"),
         ({"initial_sigma": "wide"}, "initial_sigma='wide'"),
-        ({"alignment": "monotonic", "initial_sigma": 8.0}, "alignment='monotonic'"),
+        ({"alignment": "local-m", "initial_sigma": 8.0}, "alignment='local-m'"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
@@ -308,7 +308,7 @@ def test_initial_sigma_is_a_variable_the_gaussian_reads():
 
 
 def test_monotonic_one_step_needs_the_step():
-    layer = LocalAttention(alignment="monotonic")
+    layer = LocalAttention(alignment="local-m")
     with pytest.raises(ValueError, match="step=None"):
         layer(random((B, D)), random((B, S, D)))
 
@@ -318,7 +318,7 @@ def test_mask_of_wrong_shape():
         LocalAttention()(random((B, T, D)), random((B, S, D)), value_mask=np.ones((B, 4), bool))
 
 
-def build_model(alignment="predictive"):
+def build_model(alignment="local-p"):
     query, value = keras.Input((T, D)), keras.Input((S, D))
     layer = LocalAttention(alignment=alignment, window=2, score_mode="general", use_scale=True)
     return keras.Model([query, value], layer(query, value))
@@ -330,7 +330,7 @@ class TestLocalAttentionLayer(TestCase):
     def test_layer_bundle(self, alignment, score_mode, tmp_path):
         # The score's kernels (0, 1 or 3), the scale, W_c, and local-p's W_p and v_p.
         expected = {"dot": 0, "general": 1, "concat": 3}[score_mode] + 2
-        expected += 2 if alignment == "predictive" else 0
+        expected += 2 if alignment == "local-p" else 0
         self.run_layer_bundle(
             lambda dtype=None: LocalAttention(
                 alignment=alignment,
@@ -369,7 +369,7 @@ class TestLocalAttentionLayer(TestCase):
 
     def test_keras_file_loads_on_another_backend(self, tmp_path):
         inputs = [random((B, T, D), seed=27), random((B, S, D), seed=28)]
-        self.run_saving_test(build_model("predictive"), inputs, tmp_path, cross_backend=True)
+        self.run_saving_test(build_model("local-p"), inputs, tmp_path, cross_backend=True)
 
 
 @pytest.mark.parametrize("policy, tolerance", [("mixed_float16", 1e-2), ("mixed_bfloat16", 5e-2)])
@@ -412,7 +412,7 @@ def test_fit_lowers_the_loss(alignment):
 LENGTHS = [7, 4, 1]
 
 
-@pytest.mark.parametrize("alignment", ["monotonic", "predictive"])
+@pytest.mark.parametrize("alignment", ["local-m", "local-p"])
 def test_local_attention_aligns_left_padding_like_right_padding(alignment):
     """`keras.utils.pad_sequences` pads on the left by default: each source's valid states are
     shifted right by `S - S_i`, and so are its weights and positions."""
@@ -435,7 +435,7 @@ def test_local_attention_aligns_left_padding_like_right_padding(alignment):
 
 def test_local_attention_of_an_empty_source_is_a_zero_context():
     query = random((B, T, D), 1)
-    layer = LocalAttention("predictive", window=2, score_mode="dot", attentional_units=5)
+    layer = LocalAttention("local-p", window=2, score_mode="dot", attentional_units=5)
     empty = np.zeros((B, 0, D), "float32")
     output, weights = layer(query, empty, return_attention_scores=True)
     # A source with every position masked gives the same zero context.
@@ -447,7 +447,7 @@ def test_local_attention_of_an_empty_source_is_a_zero_context():
 
 
 def test_local_m_refuses_a_negative_step():
-    layer = LocalAttention(alignment="monotonic", window=2)
+    layer = LocalAttention(alignment="local-m", window=2)
     with pytest.raises(ValueError, match="step=-3"):
         layer(random((B, D), 1), random((B, S, D), 2), step=-3)
     with pytest.raises(ValueError, match="step=1.5"):

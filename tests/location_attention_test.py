@@ -153,7 +153,7 @@ def test_a_model_by_its_alignment_name_trains_decodes_and_round_trips(tmp_path):
         9,
         units=8,
         embedding_dim=4,
-        alignment="location",
+        alignment="location-sensitive",
         attention_arguments={"filters": 2, "kernel_size": 3, "cumulative": True},
     )
     attention = model.decoder.cell.attention
@@ -194,7 +194,7 @@ def test_bad_arguments(kwargs, message):
 
 def test_a_model_refuses_a_score_mode_the_alignment_does_not_take():
     with pytest.raises(ValueError, match="takes no score_mode"):
-        LuongSeq2Seq(9, 9, units=8, alignment="location", score_mode="dot")
+        LuongSeq2Seq(9, 9, units=8, alignment="location-sensitive", score_mode="dot")
 
 
 class TestLocationSensitiveAttentionLayer(TestCase):

@@ -354,7 +354,7 @@ def test_the_papers_model_at_full_size_has_the_hand_counted_parameters():
     config = model.get_config()
     assert (config["encoder_layers"], config["decoder_layers"], config["bridge"]) == (4, 4, "copy")
     assert config["reverse_source"] and not config["bidirectional"]
-    assert config["alignment"] == "predictive" and config["dropout"] == 0.2
+    assert config["alignment"] == "local-p" and config["dropout"] == 0.2
     assert config["initializer"]["config"]["maxval"] == 0.1
     _, _, initial = model.encode(SOURCE)
     assert len(initial) == 8  # h and c of each of the 4 layers, copied

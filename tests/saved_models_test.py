@@ -21,7 +21,7 @@ from tests.test_case import BACKEND, to_numpy
 # without input feeding: Keras' fused LSTM, then one batched attention).
 VARIANTS = {
     "hard_monotonic": dict(alignment="hard-monotonic"),
-    "local_m": dict(alignment="monotonic", score_mode="dot", input_feeding=False),
+    "local_m": dict(alignment="local-m", score_mode="dot", input_feeding=False),
 }
 SOURCE = np.array([[5, 6, 7, 8, 9, 3, 4], [3, 4, 5, 6, 0, 0, 0], [9, 8, 7, 6, 5, 4, 0]])
 TARGET_IN = np.array([[1, 5, 6, 7, 8, 9], [1, 3, 4, 5, 0, 0], [1, 9, 8, 7, 6, 5]])

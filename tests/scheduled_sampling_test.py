@@ -49,10 +49,10 @@ def fit_weights(model, epochs=2, callbacks=None, xla=True):
     [
         {},
         {"input_feeding": False},
-        {"alignment": "predictive", "window": 1, "decoder_layers": 2},
+        {"alignment": "local-p", "window": 1, "decoder_layers": 2},
         {"alignment": "hard-monotonic"},
-        {"score_mode": "bahdanau"},
-        {"attention_timing": "bahdanau", "alignment": "predictive", "window": 1},
+        {"score_mode": "additive"},
+        {"attention_timing": "bahdanau", "alignment": "local-p", "window": 1},
     ],
     ids=["global", "no-feeding", "local-p-stacked", "monotonic", "bahdanau", "bahdanau-timing"],
 )

@@ -35,14 +35,14 @@ VARIANTS = {
     "global-feeding": {"alignment": "global", "score_mode": "general"},
     # The projection reads the LSTM's h_t (AttentionWrapper's output_attention=False).
     "local-m-cell-output": {
-        "alignment": "monotonic",
+        "alignment": "local-m",
         "score_mode": "concat",
         "window": 3,
         "output_attention": False,
     },
-    "local-p-stacked": {"alignment": "predictive", "decoder_layers": 2, "input_feeding": False},
+    "local-p-stacked": {"alignment": "local-p", "decoder_layers": 2, "input_feeding": False},
     # Bahdanau, Cho and Bengio's decoder: attend with s_{t-1}, project the deep output.
-    "bahdanau-timing": {"attention_timing": "bahdanau", "score_mode": "bahdanau"},
+    "bahdanau-timing": {"attention_timing": "bahdanau", "score_mode": "additive"},
 }
 
 
@@ -105,7 +105,7 @@ def test_greedy_decoding_equals_argmax_of_teacher_forcing(variant):
 
 
 def test_generate_returns_the_alignments_of_its_output():
-    model = ending_early(make_model(alignment="predictive", window=3))
+    model = ending_early(make_model(alignment="local-p", window=3))
     generated, weights = model.generate(
         SOURCE, max_length=dates.TARGET_LENGTH, return_attention_scores=True
     )
@@ -227,13 +227,13 @@ def test_translate_maps_unseen_characters_to_the_oov_id():
 
 
 def test_fit_lowers_the_loss():
-    model = make_model(alignment="predictive", window=4)
+    model = make_model(alignment="local-p", window=4)
     before, after = fit_lowers_loss(model, (SOURCE, TARGET_IN), TARGET_OUT, learning_rate=1.0)
     assert np.isfinite(after) and after < before - 1e-3
 
 
 def test_keras_file_round_trip(tmp_path):
-    model = make_model(alignment="monotonic", window=2, decoder_layers=2, output_attention=False)
+    model = make_model(alignment="local-m", window=2, decoder_layers=2, output_attention=False)
     _, loaded = save_and_load(model, tmp_path)
     assert loaded.get_config()["output_attention"] is False
     assert_allclose(
@@ -274,7 +274,7 @@ def test_exported_saved_model_translates_like_keras(tmp_path, decoding):
 
 @export_variant
 def test_exported_bahdanau_decoder_translates_like_keras(tmp_path):
-    model = make_model(attention_timing="bahdanau", alignment="predictive", window=3)
+    model = make_model(attention_timing="bahdanau", alignment="local-p", window=3)
     check_export(model, SOURCE, tmp_path, {"sampler": samplers.serialize(BeamSearchSampler(3))})
 
 

@@ -4,7 +4,7 @@ A mechanism joins from its own file, so that `LuongSeq2Seq(alignment=name)` buil
 other file edited:
 
 ```
-@register_alignment("location")
+@register_alignment("location-sensitive")
 def make_location(units, **arguments):
     return LocationSensitiveAttention(units, **arguments)
 ```
@@ -14,8 +14,8 @@ The model calls the factory with the attention's own arguments: `attentional_uni
 `attention_arguments`; and with each of `units` (the model's),
 `score_mode`, `window` and `max_source_length` that the factory's signature names. A factory
 that names no `score_mode` refuses one other than the default. The built-in names are
-`"global"`, `"monotonic"` (local-m), `"predictive"` (local-p) and `"hard-monotonic"`, and
-under `score_mode="bahdanau"` (a variant registered with `score_mode=`) `"global"` and
+`"global"`, `"local-m"`, `"local-p"`, `"hard-monotonic"` and `"location-sensitive"`, and
+under `score_mode="additive"` (a variant registered with `score_mode=`) `"global"` and
 `"hard-monotonic"`.
 """
 
@@ -41,7 +41,7 @@ def register_alignment(name, factory=None, *, score_mode=None):
         factory: A function or a layer class that returns the attention layer. Without it,
             `register_alignment` is a decorator.
         score_mode: Optional: the factory serves `alignment=name` only for this score mode
-            (as `"bahdanau"` does, another class for the same alignment).
+            (as `"additive"` does, another class for the same alignment).
 
     Returns:
         The factory (the decorator, without `factory`).

@@ -8,6 +8,7 @@ from keras import ops
 from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.global_attention import GlobalAttention
 from keras_luong.attention.monotonic_attention import MonotonicAttention
+from keras_luong.attention.names import check_current_name
 from keras_luong.attention.scores import additive_score, score_mode
 from keras_luong.checks import check_integer
 
@@ -27,9 +28,10 @@ class BahdanauScore:
     `(g · v / ‖v‖) · tanh(W_q h + W_k h̄_s + b)` (weight normalisation, Salimans and Kingma
     2016: `g` a scalar initialised to `√(1 / units)`, `b` zeros)."""
 
-    def __init__(self, units, normalize=False, score_mode="bahdanau", **kwargs):
+    def __init__(self, units, normalize=False, score_mode="additive", **kwargs):
         check_integer("units", units)
-        if score_mode != "bahdanau":
+        check_current_name("score_mode", score_mode)
+        if score_mode != "additive":
             raise ValueError(
                 f"{type(self).__name__} scores with Bahdanau's additive score only. "
                 f"Received: score_mode={score_mode!r}"
@@ -39,7 +41,7 @@ class BahdanauScore:
                 "Invalid value for argument normalize. Expected True or False. "
                 f"Received: normalize={normalize!r}"
             )
-        super().__init__(score_mode="bahdanau", units=units, **kwargs)
+        super().__init__(score_mode="additive", units=units, **kwargs)
         self.normalize = normalize
 
     def build(self, query_shape, value_shape):
@@ -55,7 +57,7 @@ class BahdanauScore:
                 name="score_offset", shape=(self.units,), initializer="zeros"
             )
 
-    @score_mode("bahdanau", weights=bahdanau_weights)
+    @score_mode("additive", weights=bahdanau_weights)
     def bahdanau_score(self, query, keys):
         vector, offset = self.score_kernel, None
         if self.normalize:
@@ -98,7 +100,7 @@ class BahdanauAttention(BahdanauScore, GlobalAttention):
         units: The width of the additive score's hidden layer (tensorflow-addons' `units`).
         normalize: Whether `v` is weight-normalised, with a gain `g` and an offset `b`.
             Defaults to `False`.
-        score_mode: Always `"bahdanau"` (it is in the config so that the config round-trips).
+        score_mode: Always `"additive"` (it is in the config so that the config round-trips).
         use_scale: If `True`, a learned scalar (initialised to 1) multiplies the score;
             tensorflow-addons has none. Defaults to `False`.
         max_source_length: Unused (`GlobalAttention`'s `"location"` score takes it).
@@ -146,7 +148,7 @@ class BahdanauAttention(BahdanauScore, GlobalAttention):
         self,
         units,
         normalize=False,
-        score_mode="bahdanau",
+        score_mode="additive",
         max_source_length=None,
         use_scale=False,
         attentional_units=None,
@@ -189,7 +191,7 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
         score_bias_init: Initial value of the bias `r`. Defaults to 0.
         sigmoid_noise: Standard deviation of the noise added to the scores in training.
         inference_mode: The mode used when not training. Defaults to `mode`.
-        score_mode: Always `"bahdanau"` (it is in the config so that the config round-trips).
+        score_mode: Always `"additive"` (it is in the config so that the config round-trips).
         use_scale: If `True`, a learned scalar (initialised to 1) multiplies the score;
             tensorflow-addons has none. Defaults to `False`.
         attentional_units: If set, return `h̃ = tanh(W_c [c; h])` with this many units.
@@ -231,7 +233,7 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
         score_bias_init=0.0,
         sigmoid_noise=0.0,
         inference_mode=None,
-        score_mode="bahdanau",
+        score_mode="additive",
         use_scale=False,
         attentional_units=None,
         attentional_activation="tanh",
@@ -260,16 +262,16 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
         )
 
 
-@register_alignment("global", score_mode="bahdanau")
+@register_alignment("global", score_mode="additive")
 def make_bahdanau_attention(units, **arguments):
-    """`LuongSeq2Seq(score_mode="bahdanau")`'s attention: the additive score's `units` the
+    """`LuongSeq2Seq(score_mode="additive")`'s attention: the additive score's `units` the
     model's."""
     return BahdanauAttention(units, **arguments)
 
 
-@register_alignment("hard-monotonic", score_mode="bahdanau")
+@register_alignment("hard-monotonic", score_mode="additive")
 def make_bahdanau_hard_monotonic_attention(units, **arguments):
-    """`LuongSeq2Seq(alignment="hard-monotonic", score_mode="bahdanau")`'s attention."""
+    """`LuongSeq2Seq(alignment="hard-monotonic", score_mode="additive")`'s attention."""
     return BahdanauMonotonicAttention(
         units, mode="parallel", inference_mode="hard", sigmoid_noise=1.0, **arguments
     )

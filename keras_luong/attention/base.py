@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_luong.attention import scores
+from keras_luong.attention.names import check_current_name, current_config
 from keras_luong.attention.protocol import AttentionProtocol
 from keras_luong.backend.ops import project
 from keras_luong.checks import (
@@ -113,6 +114,7 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_current_name("score_mode", score_mode)
         if score_mode not in self.score_modes:
             raise ValueError(
                 "Invalid value for argument score_mode. "
@@ -333,6 +335,10 @@ class BaseLuongAttention(AttentionProtocol, keras.layers.Layer):
     def longest_source(self):
         """The most source positions the layer attends over, or `None` (any number)."""
         return None
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(current_config(config))  # keras-luong 0.3's spellings
 
     def get_config(self):
         config = super().get_config()

@@ -3,13 +3,14 @@ from keras import ops
 
 from keras_luong.attention.alignments import register_alignment
 from keras_luong.attention.base import BaseLuongAttention
+from keras_luong.attention.names import check_current_name, current_config
 from keras_luong.attention.protocol import Attended
 from keras_luong.attention.windows import gather_window, gaussian
 from keras_luong.backend.ops import project
 from keras_luong.checks import check_integer, check_number, check_one_of, check_step
 
 # The alignments of local attention; a model's `alignment` is one of these or "global".
-LOCAL_ALIGNMENTS = ("monotonic", "predictive")
+LOCAL_ALIGNMENTS = ("local-m", "local-p")
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
@@ -19,8 +20,8 @@ class LocalAttention(BaseLuongAttention):
     The window is centred on an aligned position `p_t` (0-based):
 
     ```
-    local-m ("monotonic"):  p_t = t
-    local-p ("predictive"): p_t = (S_i - 1) · sigmoid(v_p · tanh(W_p h_t))
+    local-m:  p_t = t
+    local-p:  p_t = (S_i - 1) · sigmoid(v_p · tanh(W_p h_t))
     window:  s in [floor(p_t) - D, floor(p_t) + D] ∩ [0, S_i - 1]
     a_t(s) = softmax_window(score(h_t, h̄_s)) · exp(-(s - p_t)² / (2σ²))   (local-p)
     a_t(s) = softmax_window(score(h_t, h̄_s))                              (local-m)
@@ -40,7 +41,7 @@ class LocalAttention(BaseLuongAttention):
     (S = 0) gives a zero context, like a source with every position masked.
 
     Args:
-        alignment: `"monotonic"` (local-m) or `"predictive"` (local-p, the default).
+        alignment: `"local-m"` or `"local-p"` (the default).
         window: The half-width `D` of the window. Defaults to 10.
         sigma: The standard deviation of the local-p Gaussian. Defaults to `window / 2`.
         initial_sigma: Optional, local-p only: the Gaussian's standard deviation at the start
@@ -97,7 +98,7 @@ class LocalAttention(BaseLuongAttention):
     >>> import numpy as np
     >>> encoder_states = np.random.rand(2, 30, 16).astype("float32")
     >>> decoder_states = np.random.rand(2, 5, 16).astype("float32")
-    >>> attention = LocalAttention(alignment="predictive", window=4, score_mode="dot")
+    >>> attention = LocalAttention(alignment="local-p", window=4, score_mode="dot")
     >>> context, weights, positions = attention(
     ...     decoder_states, encoder_states,
     ...     return_attention_scores=True, return_positions=True,
@@ -112,7 +113,7 @@ class LocalAttention(BaseLuongAttention):
 
     def __init__(
         self,
-        alignment="predictive",
+        alignment="local-p",
         window=10,
         sigma=None,
         renormalize=False,
@@ -129,6 +130,7 @@ class LocalAttention(BaseLuongAttention):
         kernel_regularizer=None,
         **kwargs,
     ):
+        check_current_name("alignment", alignment)
         check_one_of("alignment", alignment, LOCAL_ALIGNMENTS)
         if score_mode == "location":
             raise ValueError(
@@ -140,13 +142,13 @@ class LocalAttention(BaseLuongAttention):
         if sigma is not None:
             check_number("sigma", sigma, minimum=0, exclusive=True)
         if initial_sigma is not None:
-            if alignment != "predictive":
+            if alignment != "local-p":
                 raise ValueError(
-                    "initial_sigma narrows local-p's Gaussian; local-m (alignment='monotonic') "
-                    f"has none. Received: alignment={alignment!r}, initial_sigma={initial_sigma!r}"
+                    "initial_sigma narrows local-p's Gaussian; local-m has none. "
+                    f"Received: alignment={alignment!r}, initial_sigma={initial_sigma!r}"
                 )
             initial_sigma = check_number("initial_sigma", initial_sigma, minimum=0, exclusive=True)
-        if alignment == "predictive" and sigma is None and window == 0:
+        if alignment == "local-p" and sigma is None and window == 0:
             raise ValueError(
                 "local-p with window=0 has sigma = window / 2 = 0; pass a positive sigma. "
                 f"Received: window={window!r}, sigma={sigma!r}"
@@ -185,7 +187,7 @@ class LocalAttention(BaseLuongAttention):
 
     def build(self, query_shape, value_shape):
         super().build(query_shape, value_shape)
-        if self.alignment == "predictive":
+        if self.alignment == "local-p":
             units = self.position_units or query_shape[-1]
             self.position_kernel = self.add_weight(
                 name="position_kernel",
@@ -260,7 +262,7 @@ class LocalAttention(BaseLuongAttention):
         """`p_t` as float32 `(B, T)`, for a query `(B, T, d_q)` and source lengths `(B,)`;
         counted from each source's first valid position `starts` `(B,)` (0 if not given)."""
         batch, steps = ops.shape(query)[0], ops.shape(query)[1]
-        if self.alignment == "monotonic":
+        if self.alignment == "local-m":
             start = ops.reshape(ops.cast(0 if step is None else step, "float32"), (-1, 1))
             positions = ops.broadcast_to(start + ops.arange(steps, dtype="float32"), (batch, steps))
         else:
@@ -289,7 +291,7 @@ class LocalAttention(BaseLuongAttention):
         window, index, inside, value_window = gather_window(memory, positions, self.window)
         keys_window = self.window_keys(value_window)
         weights = self.masked_softmax(self.score(self.window_query(query), keys_window), inside)
-        if self.alignment == "predictive":
+        if self.alignment == "local-p":
             weights = gaussian(weights, window, positions, self.window_variance(weights.dtype))
             if self.renormalize:
                 total = ops.sum(weights, axis=-1, keepdims=True)
@@ -331,10 +333,10 @@ class LocalAttention(BaseLuongAttention):
         return_positions=False,
     ):
         step = check_step(step)
-        if self.alignment == "monotonic" and step is None and len(query.shape) == 2:
+        if self.alignment == "local-m" and step is None and len(query.shape) == 2:
             raise ValueError(
-                "local-m (alignment='monotonic') aligns step t with source position t, so a "
-                "one-step (rank-2) query needs its step index. Received: step=None"
+                "local-m aligns step t with source position t, so a one-step (rank-2) "
+                "query needs its step index. Received: step=None"
             )
         attended = self.attend_call(
             query,
@@ -376,7 +378,7 @@ class LocalAttention(BaseLuongAttention):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = current_config(config)
         # Files from keras-luong 0.1.0 store the unused max_source_length of the base class.
         if config.get("max_source_length", "absent") is None:
             del config["max_source_length"]

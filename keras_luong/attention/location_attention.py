@@ -153,7 +153,7 @@ class LocationSensitiveAttention(BaseLuongAttention):
         return config
 
 
-@register_alignment("location")
+@register_alignment("location-sensitive")
 def make_location_sensitive_attention(units, **arguments):
-    """`LuongSeq2Seq(alignment="location")`'s attention, its score `units` the model's."""
+    """`LuongSeq2Seq(alignment="location-sensitive")`'s attention, its score `units` the model's."""
     return LocationSensitiveAttention(units, **arguments)

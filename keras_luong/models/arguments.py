@@ -1,6 +1,7 @@
 """The checks of `LuongSeq2Seq`'s arguments, each against the others it must agree with."""
 
 from keras_luong.attention.alignments import registered_alignments
+from keras_luong.attention.names import check_current_name
 from keras_luong.attention.protocol import check_attention
 from keras_luong.checks import check_integer, check_one_of, check_rate
 from keras_luong.models.parts import CELLS, check_bridge, check_encoder_units
@@ -43,7 +44,9 @@ def check_arguments(
         )
     check_rate("dropout", dropout)
     check_rate("attention_dropout", attention_dropout)
+    check_current_name("score_mode", others.get("score_mode"))
     if isinstance(alignment, str):
+        check_current_name("alignment", alignment)
         check_one_of("alignment", alignment, registered_alignments())
     else:
         check_attention(alignment, "alignment")

@@ -52,7 +52,7 @@ class Ensemble(GenerationMixin, keras.Model):
     >>> target_in = np.array([[1, 4, 5], [1, 7, 0]])
     >>> members = [
     ...     LuongSeq2Seq(10, 8, units=16, embedding_dim=8),
-    ...     LuongSeq2Seq(10, 8, units=8, embedding_dim=8, alignment="monotonic"),
+    ...     LuongSeq2Seq(10, 8, units=8, embedding_dim=8, alignment="local-m"),
     ... ]
     >>> for member in members:  # trained models in practice
     ...     _ = member((source, target_in))

@@ -19,7 +19,7 @@ PAPER = {
     "reverse_source": True,
     "bridge": "copy",
     "window": 10,
-    "alignment": "predictive",
+    "alignment": "local-p",
     "score_mode": "general",
     "input_feeding": True,
     "dropout": 0.2,

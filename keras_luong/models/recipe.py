@@ -28,7 +28,7 @@ NARROWED_LOCAL_P = {"window": 40, "attention_arguments": {"initial_sigma": 40.0,
 
 def recipe_model(source_vocabulary_size, target_vocabulary_size, jit_compile="auto", **settings):
     """`LuongSeq2Seq` built and compiled by the recipe, `settings` replacing any of `RECIPE`'s
-    (local-p, `alignment="predictive"`, gets `NARROWED_LOCAL_P` too)."""
+    (`alignment="local-p"` gets `NARROWED_LOCAL_P` too)."""
     import keras
 
     from keras_luong.models.seq2seq import LuongSeq2Seq
@@ -44,7 +44,7 @@ def recipe_model(source_vocabulary_size, target_vocabulary_size, jit_compile="au
     model = LuongSeq2Seq(
         source_vocabulary_size,
         target_vocabulary_size,
-        **(NARROWED_LOCAL_P if s["alignment"] == "predictive" else {}),
+        **(NARROWED_LOCAL_P if s["alignment"] == "local-p" else {}),
         units=s["units"],
         embedding_dim=s["embedding_dim"],
         alignment=s["alignment"],

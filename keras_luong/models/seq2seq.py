@@ -13,6 +13,7 @@ from keras_luong.attention import (
     monotonic_attention,  # noqa: F401
 )
 from keras_luong.attention.alignments import make_attention
+from keras_luong.attention.names import current_config
 from keras_luong.backend.loops import step_call
 from keras_luong.checks import (
     TokenIdChecks,
@@ -72,19 +73,19 @@ class LuongSeq2Seq(
         target_vocabulary_size: Target token ids are in `[0, target_vocabulary_size)`.
         units: Size of the encoder states, the decoder's LSTM and `h̃`. Defaults to 128.
         embedding_dim: Size of both embeddings. Defaults to 64.
-        alignment: `"global"`, `"monotonic"` (local-m), `"predictive"` (local-p),
+        alignment: `"global"`, `"local-m"`, `"local-p"`,
             `"hard-monotonic"`: `MonotonicAttention` (Raffel et al.), trained on its expected
             alignment with `sigmoid_noise=1`, decoded (and evaluated) with hard alignments,
-            `"location"` (`LocationSensitiveAttention`), any name a mechanism joined with
+            `"location-sensitive"` (`LocationSensitiveAttention`), any name a mechanism joined with
             `register_alignment`, or an attention layer itself (any layer that follows the
             attention protocol; `score_mode`, `window`, `attention_arguments` and
             `attention_dropout` are then its own business).
         score_mode: `"dot"`, `"general"`, `"concat"`, (global only) `"location"`, or
-            `"bahdanau"` (global and hard-monotonic: `BahdanauAttention` and
+            `"additive"` (global and hard-monotonic: `BahdanauAttention` and
             `BahdanauMonotonicAttention` with `units` units).
         window: Half-width `D` of a local window. Defaults to 10.
         attention_arguments: Optional dict of further arguments of the attention layer
-            (for example `{"filters": 32}` for `"location"`), stored in the config.
+            (for example `{"filters": 32}` for `"location-sensitive"`), stored in the config.
         max_source_length: Needed by the `"location"` score.
         input_feeding: Feed `h̃_{t-1}` to the decoder at step `t`. Defaults to `True`.
         output_attention: The vocabulary projection reads `h̃_t` (the paper's, the default)
@@ -346,7 +347,7 @@ class LuongSeq2Seq(
         1000 cells in the encoder and the decoder, 1000-dimensional embeddings, the source
         reversed, every weight uniform in ±0.1, the decoder started from the encoder's final
         states layer for layer (`bridge="copy"`). The attention is their best single model's
-        (local-p, `alignment="predictive"`, the general score, input feeding, dropout 0.2);
+        (`alignment="local-p"`, the general score, input feeding, dropout 0.2);
         Table 1's other attentional rows are `alignment="global", score_mode="location"`
         (with `max_source_length`), `input_feeding=False` and `dropout=0.0`. `overrides`
         replace any argument (for example `units=` for a smaller run).
@@ -478,7 +479,7 @@ class LuongSeq2Seq(
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = current_config(config)  # the spellings of files from keras-luong 0.3
         for name in ("alignment", "encoder", "decoder_cell"):  # parts given as objects
             if isinstance(config.get(name), dict):
                 config[name] = keras.saving.deserialize_keras_object(config[name])

@@ -38,7 +38,7 @@ class SigmaSchedule(keras.callbacks.Callback):
 
     >>> import keras, numpy as np
     >>> from keras_luong import LuongSeq2Seq
-    >>> model = LuongSeq2Seq(10, 10, units=8, embedding_dim=4, alignment="predictive",
+    >>> model = LuongSeq2Seq(10, 10, units=8, embedding_dim=4, alignment="local-p",
     ...                      window=8, attention_arguments={"initial_sigma": 8.0, "sigma": 2.0})
     >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     >>> source = np.array([[4, 5, 6], [7, 8, 0]])

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-ALIGNMENTS = ("global", "predictive")
+ALIGNMENTS = ("global", "local-p")
 
 
 def data():

@@ -33,7 +33,7 @@ def run_step(engine, **env):
     return [row for row in rows if "page" not in row]
 
 
-def assert_equal_to_one_device(rows, replicas, variants=("global", "predictive")):
+def assert_equal_to_one_device(rows, replicas, variants=("global", "local-p")):
     assert [row["alignment"] for row in rows] == list(variants)
     for row in rows:
         assert row["replicas"] == replicas
@@ -51,7 +51,7 @@ def test_jax_data_parallel_over_4_devices_equals_one_device():
     # Beside the run's own flags (the tests' XLA compiles without LLVM's optimisation passes).
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
     rows = run_step("jax", XLA_FLAGS=flags.strip())
-    assert_equal_to_one_device(rows, replicas=4, variants=("global", "predictive", "bucketed"))
+    assert_equal_to_one_device(rows, replicas=4, variants=("global", "local-p", "bucketed"))
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.distribute runs on TensorFlow")
@@ -62,7 +62,7 @@ def test_tensorflow_mirrored_strategy_over_2_devices_equals_one_device():
     assert_equal_to_one_device(
         run_step("tensorflow"),
         replicas=2,
-        variants=("global", "predictive", "bucketed", "bucketed-sequence-loss"),
+        variants=("global", "local-p", "bucketed", "bucketed-sequence-loss"),
     )
     assert run_step("tensorflow-page") == []  # the page's recipe: checked in run_step
 
