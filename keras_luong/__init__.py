@@ -61,6 +61,7 @@ if not _starting_the_command_line():
     from keras_luong.decoders.bahdanau_decoder import BahdanauCell, BahdanauDecoder
     from keras_luong.decoders.input_feeding_cell import InputFeedingCell
     from keras_luong.decoders.luong_decoder import LuongDecoder
+    from keras_luong.generation.scoring import TokenScores
     from keras_luong.generation.word_alignments import Alignment
     from keras_luong.models.ensemble import Ensemble
     from keras_luong.models.parts import RecurrentEncoder

@@ -107,6 +107,13 @@ def main(argv=None):
         "token's link to the source token its attention weights are largest on",
     )
     parser.add_argument(
+        "--token-scores",
+        action="store_true",
+        help="write each translation's token scores after it, ' ||| ' then the "
+        "log-probability of each token and of the end token (fairseq's positional scores; "
+        "none for the end of a translation cut at its length bound)",
+    )
+    parser.add_argument(
         "--replace-unk",
         action="store_true",
         help="write each unknown target token as the source token its attention weights are "
@@ -123,7 +130,8 @@ def main(argv=None):
         action="store_true",
         help='write one JSON object a sentence: {"translation": ...}, with --n-best also '
         '"n_best": [{"translation": ..., "score": ...}, ...], with --alignments an '
-        '"alignment" of each',
+        '"alignment" of each, with --token-scores their "tokens", "token_scores" and '
+        '"end_score"',
     )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -183,6 +191,7 @@ def main(argv=None):
                 verbose=verbose,
                 prefixes=prefixes,
                 return_alignments=args.alignments,
+                return_token_scores=args.token_scores,
                 replace_unk=args.replace_unk,
                 phrase_table=args.phrase_table,
             )
@@ -190,34 +199,47 @@ def main(argv=None):
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with output if output is not sys.stdout else contextlib.nullcontext():
-        if not args.alignments:
-            translations = translations, [None] * len(translations)
-        output.writelines(output_lines(args, *translations))
+        if not (args.alignments or args.token_scores):
+            translations = (translations,)
+        returned = iter(translations)
+        translations = next(returned)
+        none = [None] * len(translations)
+        alignments = next(returned) if args.alignments else none
+        token_scores = next(returned) if args.token_scores else none
+        output.writelines(output_lines(args, translations, alignments, token_scores))
     return 0
 
 
-def output_lines(args, translations, alignments):
+def output_lines(args, translations, alignments, token_scores):
     """The lines written for `translations`: a translation a line; with `--n-best N`, N lines
     a sentence (score, a tab, the translation); with `--json`, an object a line; with
-    `--alignments`, each translation's Pharaoh pairs after it."""
+    `--alignments`, each translation's Pharaoh pairs after it, then with `--token-scores`
+    its token scores."""
     import json
 
     def dumps(record):
         return json.dumps(record, ensure_ascii=False)
 
-    for translation, alignment in zip(translations, alignments, strict=True):
+    for translation, alignment, scored in zip(translations, alignments, token_scores, strict=True):
         if args.n_best == 1:
-            best, aligned = [(translation, None)], [alignment]
+            best, aligned, scored = [(translation, None)], [alignment], [scored]
         else:
             best = translation[: args.n_best]
             aligned = alignment[: args.n_best] if args.alignments else [None] * len(best)
+            scored = scored[: args.n_best] if args.token_scores else [None] * len(best)
         records = []
-        for (text, score), found in zip(best, aligned, strict=True):
+        for (text, score), found, tokens in zip(best, aligned, scored, strict=True):
             record = {"translation": text}
             if score is not None:
                 record["score"] = float(score)
             if found is not None:
                 record["alignment"] = found.pharaoh()
+            if tokens is not None:
+                record["tokens"] = tokens.tokens
+                record["token_scores"] = [round(float(s), 4) for s in tokens.scores]
+                record["end_score"] = (
+                    None if tokens.end_score is None else round(tokens.end_score, 4)
+                )
             records.append(record)
         if args.json:
             extra = {"n_best": records} if args.n_best > 1 else {}
@@ -227,6 +249,9 @@ def output_lines(args, translations, alignments):
             line = record["translation"]
             if args.alignments:
                 line = f"{line} ||| {record['alignment']}"
+            if args.token_scores:
+                ends = [] if record["end_score"] is None else [record["end_score"]]
+                line += " ||| " + " ".join(f"{s:.4f}" for s in record["token_scores"] + ends)
             yield (line if args.n_best == 1 else f"{record['score']:.4f}\t{line}") + "\n"
 
 

@@ -117,6 +117,25 @@ def test_translate_n_best_and_json_write_translates_n_best_lists(saved_model, tm
     assert translate_cli.main(argv[:6] + ["--json"]) == 0  # greedy
     records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert records == [{"translation": text} for text in model.translate(TEXTS)]
+    # Token scores: each hypothesis's tokens and their log-probabilities, as translate's.
+    assert translate_cli.main([*argv, "--n-best", "2", "--json", "--token-scores"]) == 0
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    sampler = BeamSearchSampler(3, 1.0, return_all_beams=True)
+    _, scored = model.translate(TEXTS, sampler=sampler, return_token_scores=True)
+    for record, found in zip(records, scored, strict=True):
+        assert record["tokens"] == found[0].tokens and len(record["n_best"]) == 2
+        for entry, expected in zip(record["n_best"], found, strict=False):
+            assert entry["tokens"] == expected.tokens
+            np.testing.assert_allclose(entry["token_scores"], expected.scores, atol=6e-5)
+            assert entry["end_score"] == pytest.approx(expected.end_score, abs=6e-5)
+    assert translate_cli.main([*argv[:6], "--token-scores"]) == 0  # greedy, as plain text
+    _, scored = model.translate(TEXTS, return_token_scores=True)
+    for line, found in zip(output.read_text(encoding="utf-8").splitlines(), scored, strict=True):
+        text, written = line.split(" ||| ")
+        assert text == "".join(found.tokens)
+        ends = [] if found.end_score is None else [found.end_score]
+        expected = np.concatenate([found.scores, ends])
+        np.testing.assert_allclose([float(w) for w in written.split()], expected, atol=6e-5)
 
 
 def test_translate_prefix_begins_each_translation_as_translate_does(saved_model, tmp_path):

@@ -1,12 +1,13 @@
-"""`score`: each target's log-probability given its source, against a hand loop of
-`next_token_logits` (numpy log-softmax) and against beam search's own hypothesis scores."""
+"""`score` and `translate(..., return_token_scores=True)`: each target's log-probability given
+its source, against a hand loop of `next_token_logits` (numpy log-softmax) and against beam
+search's own hypothesis scores."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import BeamSearchSampler, Ensemble, LuongSeq2Seq
+from keras_luong import BeamSearchSampler, Ensemble, LuongSeq2Seq, TokenScores, Vocabulary
 
 SOURCE = np.array([[4, 5, 6, 7], [8, 9, 0, 0], [5, 0, 0, 0]], "int32")
 
@@ -83,6 +84,55 @@ def test_score_of_beam_hypotheses_is_beam_searchs_own_score(build):
     scores = scores - np.where(ended, 0.0, tokens[:, 6])
     np.testing.assert_allclose(scores, ops.convert_to_numpy(beam_scores).ravel(), rtol=1e-4)
     assert 0 < ended.sum() < 9  # both kinds compared
+
+
+def test_translate_gives_each_tokens_log_probability():
+    model = tiny_model()
+    source, target = Vocabulary("abcdefgh"), Vocabulary("vwxyz")
+    texts = ["abcd", "ef", "hgfedcba", ""]
+    ids = {**{s: i for i, s in enumerate(target.symbols, Vocabulary.RESERVED)}, "<unk>": 3}
+    ended_kinds = set()
+    for end_bias in (0.0, 0.2):  # every text's greedy output cut at 4 tokens, then ended at once
+        model.projection.bias.assign(np.eye(9, dtype="float32")[model.end_token] * end_bias)
+        translations, found = model.translate(
+            texts, source, target, max_length=4, return_token_scores=True
+        )
+        assert translations == model.translate(texts, source, target, max_length=4)
+        for text, translation, scored in zip(texts, translations, found, strict=True):
+            assert isinstance(scored, TokenScores) and "".join(scored.tokens) == translation
+            # The hand loop through the ids generated: the tokens, then the end token if any.
+            ended = scored.end_score is not None
+            out = [ids[t] for t in scored.tokens] + [model.end_token] * ended
+            expected = stepped_log_probabilities(
+                model, source.encode_batch([text]), np.array([out + [0]], "int32")
+            )[0]
+            np.testing.assert_allclose(scored.scores, expected[: len(scored.tokens)], atol=2e-5)
+            if ended:
+                np.testing.assert_allclose(scored.end_score, expected[len(out) - 1], atol=2e-5)
+            ended_kinds.add(ended)
+    assert ended_kinds == {True, False}
+    model.projection.bias.assign(np.zeros(9, "float32"))
+    # Every beam's: with the end token's, they sum to beam search's own score.
+    sampler = BeamSearchSampler(3, length_penalty=0.0, return_all_beams=True)
+    n_best, found = model.translate(
+        texts, source, target, max_length=4, sampler=sampler, return_token_scores=True
+    )
+    for best, scored in zip(n_best, found, strict=True):
+        assert ["".join(s.tokens) for s in scored] == [text for text, _ in best]
+        totals = [s.scores.sum() + (s.end_score or 0.0) for s in scored]
+        np.testing.assert_allclose(totals, [score for _, score in best], rtol=1e-4, atol=1e-5)
+    # Beside the alignments, after them.
+    _, aligned, again = model.translate(
+        texts, source, target, max_length=4, sampler=sampler, return_alignments=True,
+        return_token_scores=True,
+    )  # fmt: skip
+    assert [[a.target_tokens for a in row] for row in aligned] == [
+        [s.tokens for s in row] for row in found
+    ]
+    for row, other in zip(found, again, strict=True):
+        np.testing.assert_allclose(
+            np.concatenate([s.scores for s in row]), np.concatenate([s.scores for s in other])
+        )
 
 
 def test_score_refuses_bad_input():

@@ -229,6 +229,7 @@ class GenerationMixin:
         return_alignments=False,
         replace_unk=False,
         phrase_table=None,
+        return_token_scores=False,
         **kwargs,
     ):
         """Strings in, strings out: `source_vocabulary.encode` makes the ids (unseen symbols
@@ -269,17 +270,21 @@ class GenerationMixin:
                 weights are largest on (OpenNMT-py's `-replace_unk`). Defaults to `False`.
             phrase_table: With `replace_unk`, what to write for a source token in its place:
                 a dict, or the path of a file of `source|||target` lines. Defaults to `None`.
+            return_token_scores: Also return each translation's `TokenScores`: the
+                log-probability of each of its tokens and of its end token, as `score` gives
+                them (fairseq's positional scores). Defaults to `False`.
             **kwargs: `generate`'s other decoding arguments (`stop_token_ids`).
 
         Returns:
             One string per text; with a sampler that returns all beams, one n-best list of
-            `(string, score)` per text; with `return_alignments`, `(translations,
-            alignments)`, an `Alignment` per translation (a list per n-best list).
+            `(string, score)` per text. With `return_alignments` or `return_token_scores`, a
+            tuple: the translations, then an `Alignment` per translation if asked, then a
+            `TokenScores` per translation if asked (a list of them per n-best list).
         """
         return translate_texts(
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
             tokens_per_batch, verbose, length_bound, prefixes, return_alignments, replace_unk,
-            phrase_table, **kwargs,
+            phrase_table, return_token_scores, **kwargs,
         )  # fmt: skip
 
     def score(self, source_ids, target_ids, batch_size=64, return_token_scores=False):

@@ -16,6 +16,7 @@ from keras_luong.generation.bounds import (
     length_bucket,
 )
 from keras_luong.generation.generator import generate_ids
+from keras_luong.generation.scoring import generated_token_scores
 from keras_luong.generation.word_alignments import (
     check_phrase_table,
     generated_alignments,
@@ -55,7 +56,8 @@ def generate_checked(
 def translate_texts(
     model, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
     tokens_per_batch, verbose, length_bound=LENGTH_BOUND, prefixes=None,
-    return_alignments=False, replace_unk=False, phrase_table=None, **kwargs,
+    return_alignments=False, replace_unk=False, phrase_table=None, return_token_scores=False,
+    **kwargs,
 ):  # fmt: skip
     """See `GenerationMixin.translate`."""
     phrase_table = check_phrase_table(phrase_table)
@@ -114,7 +116,7 @@ def translate_texts(
         bounds = np.maximum(bounds, [len(p) + 1 for p in prefix_rows])
         if max_length is None:
             bound = length_bucket(bounds.max(initial=1))
-    results, alignments = [None] * len(rows), [None] * len(rows)
+    results, alignments, token_scores = [None] * len(rows), [None] * len(rows), [None] * len(rows)
     target_vocabulary = vocabularies["target"]
     plan = length_sorted_batches(
         [len(r) for r in rows], batch_size, tokens_per_batch=tokens_per_batch
@@ -144,6 +146,10 @@ def translate_texts(
             ids = np.where(cut[:, None, :], 0, ids)
         else:
             ids = np.where(cut, 0, generated)
+        if return_token_scores:
+            found = generated_token_scores(model, source, ids, target_vocabulary)
+            for row, i in enumerate(indices):
+                token_scores[i] = found[row]
         weights = None
         if return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
             weights = generated_alignments(model, source, ids, bound)
@@ -173,7 +179,12 @@ def translate_texts(
                 ]
                 alignments[i] = [found for _, found in read]
         progress.add(len(indices))
-    return (results, alignments) if return_alignments else results
+    returned = [results]
+    if return_alignments:
+        returned.append(alignments)
+    if return_token_scores:
+        returned.append(token_scores)
+    return tuple(returned) if len(returned) > 1 else results
 
 
 def padded_rows(rows, indices, width):
