@@ -125,19 +125,19 @@ demo: install
 
 # Our version of the paper's Tables 4 and 6 (about 15 minutes; not part of CI).
 results: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/variants.py --output docs/results.md
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.variants --output docs/results.md
 
 # The tables of docs/luong_vs_bahdanau.md (printed) and its figure: seven models at one budget,
 # three seeds each (about 30 minutes; not part of CI).
 luong-vs-bahdanau: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/luong_vs_bahdanau.py --seeds 0,1,2 \
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.luong_vs_bahdanau --seeds 0,1,2 \
 		--figure docs/luong_vs_bahdanau_attention.png
 
 # Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
 # Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment local-p".
 G2P_ARGS ?=
 g2p: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_ARGS)
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p $(G2P_ARGS)
 
 # docs/g2p.md's variant table: six variants at one equal budget of epochs (about an hour and a
 # half on this project's 2-core CPU; not part of CI), then the table of their results.
@@ -151,10 +151,10 @@ G2P_VARIANTS := global-general=--score-mode=general \
 g2p-variants: install
 	set -e; for variant in $(G2P_VARIANTS); do \
 		name=$${variant%%=*}; \
-		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/g2p.py $(G2P_VARIANT_ARGS) \
+		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p $(G2P_VARIANT_ARGS) \
 			$$(echo "$${variant#*=}" | tr + ' ') --output-dir g2p_output/variants/$$name; \
 	done
-	$(PY) benchmarks/g2p_table.py g2p_output/variants
+	$(PY) -m benchmarks.g2p_table g2p_output/variants
 
 # Multi30k English->German: one model, at most an hour of training, then validation and test2016
 # BLEU for greedy and beam search (not part of CI). DATA: a folder of the official files
@@ -162,7 +162,7 @@ g2p-variants: install
 DATA ?=
 TRANSLATE_ARGS ?=
 translate: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/translate.py \
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.translate \
 		$(if $(DATA),--data $(DATA)) $(TRANSLATE_ARGS)
 
 # docs/translation.md's variant table: six variants at one equal budget of minutes each
@@ -177,15 +177,15 @@ TRANSLATE_VARIANTS := global-general=--score-mode=general \
 translate-variants: install
 	set -e; for variant in $(TRANSLATE_VARIANTS); do \
 		name=$${variant%%=*}; \
-		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/translate.py \
+		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.translate \
 			$(if $(DATA),--data $(DATA)) $(TRANSLATE_VARIANT_ARGS) $${variant#*=} \
 			--output-dir translate_output/variants/$$name; \
 	done
-	$(PY) benchmarks/translate_table.py translate_output/variants
+	$(PY) -m benchmarks.translate_table translate_output/variants
 
 # Training tokens/s on Multi30k with and without length-bucketed batches (a few minutes).
 bucketing: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) benchmarks/bucketing.py $(if $(DATA),--data $(DATA))
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.bucketing $(if $(DATA),--data $(DATA))
 
 # OpenNMT-py 3.5.1 for the side-by-side benchmark, in its own .venv-onmt over the project's
 # torch 2.13.0 (OpenNMT-py asks for torch < 2.3, hence --no-deps and its other requirements
@@ -206,9 +206,9 @@ onmt-venv: install
 # Options after SIDE_BY_SIDE_ARGS override these (SIDE_BY_SIDE_ARGS="--threads 1,2").
 SIDE_BY_SIDE_ARGS ?=
 opennmt-side-by-side: onmt-venv
-	$(PY) benchmarks/opennmt_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.opennmt_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
 		--engines jax,opennmt --threads 2 --epochs 3 $(SIDE_BY_SIDE_ARGS)
-	$(PY) benchmarks/opennmt_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.opennmt_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
 		--train-pairs 3000 --epochs 4 --engines jax,tensorflow,torch,opennmt --threads 2 \
 		--rounds 2 $(SIDE_BY_SIDE_ARGS)
 
@@ -218,7 +218,7 @@ opennmt-side-by-side: onmt-venv
 # minutes; not part of CI).
 BUDGET_MINUTES ?= 60
 opennmt-budget: onmt-venv
-	$(PY) benchmarks/budget_side_by_side.py $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.budget_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
 		--minutes $(BUDGET_MINUTES) $(SIDE_BY_SIDE_ARGS)
 
 # The GPU check's files, written on a machine with network for one without (a lent GPU
@@ -233,7 +233,7 @@ gpu-check-files: install
 	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d .whl $(GPU_WHEELS)
-	$(PY) benchmarks/gpu.py --prepare $(if $(DATA),--data $(DATA))
+	$(PY) -m benchmarks.gpu --prepare $(if $(DATA),--data $(DATA))
 
 clean:
 	rm -rf .cache .pytest_cache .ruff_cache

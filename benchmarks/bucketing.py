@@ -1,7 +1,7 @@
 """Training tokens/s on Multi30k with and without length-bucketed batches, in one run.
 
     make bucketing [DATA=/path/to/multi30k]
-    KERAS_BACKEND=jax python benchmarks/bucketing.py --data /path --seconds 60
+    KERAS_BACKEND=jax python -m benchmarks.bucketing --data /path --seconds 60
 
 The same model (benchmarks/translate.py's recipe) and the same training pairs, fed two ways:
 `unbucketed`, 64 pairs a batch in corpus order, every batch padded to the longest pair of the
@@ -19,8 +19,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from opennmt_side_by_side import bucket_width  # noqa: E402
+from benchmarks.harness import bucket_width
 
 
 def parse_args(argv=None):
@@ -47,8 +46,8 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     import keras
     import numpy as np
-    from translate import smoothed_loss
 
+    from benchmarks.translate import smoothed_loss
     from keras_luong import LuongSeq2Seq, SubwordVocabulary
     from keras_luong.data.batching import BucketedBatches
     from keras_luong.datasets import multi30k

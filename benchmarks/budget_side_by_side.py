@@ -2,7 +2,7 @@
 validation BLEU per epoch, where the time goes, and test BLEU with beam search.
 
     make onmt-venv   # OpenNMT-py 3.5.1 in .venv-onmt, over the project's torch
-    python benchmarks/budget_side_by_side.py --data ../shared/data/multi30k-en-de \\
+    python -m benchmarks.budget_side_by_side --data ../shared/data/multi30k-en-de \\
         --corpus long --minutes 60 --output budget.md
 
 The corpus, the SentencePiece pieces, the model, OpenNMT-py's configuration (a bucket of one
@@ -40,10 +40,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-
-import opennmt_side_by_side as side  # noqa: E402 (the shared data, pinning and config)
+from benchmarks import harness
+from benchmarks import opennmt_side_by_side as side  # the shared data, pinning and config
 
 
 def parse_args(argv=None):
@@ -64,8 +62,7 @@ def parse_args(argv=None):
 
 def prepare(args):
     """`opennmt_side_by_side`'s files, and the test split beside them."""
-    from seed_study import join_pairs
-
+    from benchmarks.harness import join_pairs
     from keras_luong import SubwordVocabulary
     from keras_luong.datasets import multi30k
 
@@ -75,12 +72,12 @@ def prepare(args):
     if args.corpus == "long":
         sources, targets = join_pairs(sources), join_pairs(targets)
     sources, targets = sources[: args.test_pairs], targets[: args.test_pairs]
-    with open(side.path(args, "pieces.model"), "rb") as f:
+    with open(harness.path(args, "pieces.model"), "rb") as f:
         vocabulary = SubwordVocabulary(f.read())
     for name, lines in (("test.src", sources), ("test.tgt", targets)):
-        with open(side.path(args, name + ".txt"), "w", encoding="utf-8") as f:
+        with open(harness.path(args, name + ".txt"), "w", encoding="utf-8") as f:
             f.writelines(line + "\n" for line in lines)
-    with open(side.path(args, "test.src"), "w", encoding="utf-8") as f:
+    with open(harness.path(args, "test.src"), "w", encoding="utf-8") as f:
         f.writelines(" ".join(vocabulary.tokenize(line)) + "\n" for line in sources)
     return pairs
 
@@ -88,7 +85,7 @@ def prepare(args):
 def bleu(args, hypotheses):
     import sacrebleu
 
-    references = side.read_lines(args, "test.tgt.txt")
+    references = harness.read_lines(args, "test.tgt.txt")
     return sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none").score
 
 
@@ -98,8 +95,8 @@ def bleu(args, hypotheses):
 def keras_worker(args):
     """The translation page's recipe under a clock; writes its figures as JSON to stdout."""
     import keras
-    from seed_study import bucketed
 
+    from benchmarks.harness import bucketed
     from keras_luong import (
         AttentionCallback,
         BeamSearchSampler,
@@ -107,13 +104,13 @@ def keras_worker(args):
         SubwordVocabulary,
     )
 
-    with open(side.path(args, "pieces.model"), "rb") as f:
+    with open(harness.path(args, "pieces.model"), "rb") as f:
         subwords = SubwordVocabulary(f.read())
-    sources = side.read_lines(args, "train.src.txt")
-    targets = side.read_lines(args, "train.tgt.txt")
-    valid_sources = side.read_lines(args, "valid.src.txt")
-    valid_targets = side.read_lines(args, "valid.tgt.txt")
-    model = side.recipe_model(subwords, args.seed, xla=args.jit_compile)
+    sources = harness.read_lines(args, "train.src.txt")
+    targets = harness.read_lines(args, "train.tgt.txt")
+    valid_sources = harness.read_lines(args, "valid.src.txt")
+    valid_targets = harness.read_lines(args, "valid.tgt.txt")
+    model = harness.recipe_model(subwords, args.seed, xla=args.jit_compile)
     model.set_vocabularies(subwords, subwords)
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
@@ -201,7 +198,7 @@ def keras_worker(args):
         verbose=0,
     )
     minutes = (time.perf_counter() - clock.started) / 60
-    test_sources = side.read_lines(args, "test.src.txt")
+    test_sources = harness.read_lines(args, "test.src.txt")
     started = time.perf_counter()
     sampler = BeamSearchSampler(num_beams=args.beam, length_penalty=args.length_penalty)
     hypotheses = model.translate(test_sources, sampler=sampler)
@@ -219,13 +216,13 @@ def keras_worker(args):
 
 
 def run_keras(args, engine):
-    command = [*side.pinned(args.threads), sys.executable, os.path.abspath(__file__)]
+    command = [*side.pinned(args.threads), sys.executable, "-m", __spec__.name]
     command += ["--worker", "keras", "--workdir", args.workdir, "--minutes", str(args.minutes)]
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
     command += side.xla_flag(engine) + side.batching_flag(args)
     command += ["--no-early-stopping"] if args.no_early_stopping else []
-    return side.worker_result(
+    return harness.worker_result(
         command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )
 
@@ -237,20 +234,20 @@ def run_opennmt(args, pairs):
     threads, w = args.threads, os.path.abspath(args.workdir)
     env = side.thread_env("opennmt", threads)
     env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    vocabulary = os.path.abspath(side.path(args, "onmt.vocab"))
+    vocabulary = os.path.abspath(harness.path(args, "onmt.vocab"))
     config = side.onmt_config(args, threads, 10**7, vocabulary, bucket_size=pairs)
     config = config.replace(
         "save_checkpoint_steps: 1000000",
         f"save_checkpoint_steps: {args.valid_steps}\nkeep_checkpoint: 2",
     )
-    config_path = side.path(args, f"budget-{threads}.yaml")
+    config_path = harness.path(args, f"budget-{threads}.yaml")
     with open(config_path, "w") as f:
         f.write(config)
     onmt = [args.onmt_python, "-c"]
     side.build_onmt_vocabulary(args, config_path, env)
     for old in glob.glob(f"{w}/onmt-{threads}/model_step_*.pt"):
         os.remove(old)
-    log_path = side.path(args, f"budget-{threads}.log")
+    log_path = harness.path(args, f"budget-{threads}.log")
     with open(log_path, "w") as log:
         train = "from onmt.bin.train import main; main()"
         process = subprocess.Popen(
@@ -274,12 +271,12 @@ def run_opennmt(args, pairs):
         raise RuntimeError(f"OpenNMT-py saved no checkpoint:\n{log[-3000:]}")
     checkpoint = max(checkpoints, key=lambda c: int(re.search(r"step_(\d+)", c).group(1)))
     step = int(re.search(r"step_(\d+)", checkpoint).group(1))
-    hypotheses_path = side.path(args, f"budget-{threads}.hyp")
+    hypotheses_path = harness.path(args, f"budget-{threads}.hyp")
     translate = "from onmt.bin.translate import main; main()"
     started = time.perf_counter()
     subprocess.run(
         [*side.pinned(threads), *onmt, translate, "-model", checkpoint, "-src",
-         side.path(args, "test.src"), "-output", hypotheses_path, "-beam_size", str(args.beam),
+         harness.path(args, "test.src"), "-output", hypotheses_path, "-beam_size", str(args.beam),
          "-length_penalty", "wu", "-alpha", str(args.length_penalty), "-batch_size", "32"],
         env=env, check=True, capture_output=True,
     )  # fmt: skip
@@ -365,7 +362,6 @@ def tables(args, results):
 
 def main(argv=None):
     args = parse_args(argv)
-    sys.path.insert(0, ROOT)
     if args.worker:
         print(json.dumps(keras_worker(args)))
         return

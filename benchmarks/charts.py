@@ -4,7 +4,7 @@ The numbers come from the markdown tables of docs/benchmarks.md and docs/g2p.md 
 what the benchmark scripts printed), read by their first header cell, so a figure cannot
 disagree with its page: re-run a benchmark, update its table, then
 
-    python benchmarks/charts.py          # writes docs/images/*.png
+    python -m benchmarks.charts          # writes docs/images/*.png
 
 and commit the figures with the page.
 """

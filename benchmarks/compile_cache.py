@@ -1,6 +1,6 @@
 """What JAX's persistent compilation cache saves in the recipe's first epoch.
 
-    KERAS_BACKEND=jax python benchmarks/compile_cache.py --data ../shared/data/multi30k-en-de
+    KERAS_BACKEND=jax python -m benchmarks.compile_cache --data ../shared/data/multi30k-en-de
 
 `BucketedBatches` gives each length bucket one batch shape, and JAX compiles the train step
 (and the validation step) once per shape, in the first epoch. With JAX's persistent cache
@@ -22,11 +22,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-
-from opennmt_side_by_side import worker_result  # noqa: E402
+from benchmarks.harness import worker_result
 
 
 def parse_args(argv=None):
@@ -46,9 +42,8 @@ def worker(args):
     if keras.backend.backend() != "jax":
         raise SystemExit("the persistent cache is JAX's: run with KERAS_BACKEND=jax")
     import jax
-    from opennmt_side_by_side import recipe_model
-    from seed_study import bucketed, corpus
 
+    from benchmarks.harness import bucketed, corpus, recipe_model
     from keras_luong import SubwordVocabulary
 
     cache = os.environ.get("COMPILE_CACHE_FOLDER")
@@ -83,7 +78,7 @@ def run(args, vocabulary_path, cache):
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the worker sets its own, or none
     if cache:
         env["COMPILE_CACHE_FOLDER"] = cache
-    command = [sys.executable, os.path.abspath(__file__), "--worker", vocabulary_path]
+    command = [sys.executable, "-m", __spec__.name, "--worker", vocabulary_path]
     command += ["--train-pairs", str(args.train_pairs), "--valid-pairs", str(args.valid_pairs)]
     if args.data:
         command += ["--data", args.data]
@@ -95,8 +90,7 @@ def main(argv=None):
     if args.worker:
         worker(args)
         return
-    from seed_study import corpus
-
+    from benchmarks.harness import corpus
     from keras_luong import SubwordVocabulary
 
     (sources, targets), _ = corpus(args.data, "long", args.train_pairs, 1)

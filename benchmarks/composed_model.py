@@ -3,7 +3,7 @@ against the same model with its encoder given as a layer of one's own (a biLSTM 
 encoder contract, with the built-in encoder's weights), timed interleaved in one process as
 `compare_checkouts.py` times two checkouts:
 
-    KERAS_BACKEND=jax python benchmarks/composed_model.py
+    KERAS_BACKEND=jax python -m benchmarks.composed_model
 
 Cases: a train step (B=64, S=T=30, with padding), greedy and beam-4 `generate` (20 steps).
 The ratio is composed / built-in (1.00: the same speed); the two give the same logits, which
@@ -11,8 +11,6 @@ the script checks first.
 """
 
 import argparse
-import os
-import sys
 
 import numpy as np
 
@@ -21,11 +19,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     args = parser.parse_args()
     import keras
     from keras import ops
 
-    from benchmarks.compare_checkouts import CASES, batch_data, interleaved_medians, print_ratios
+    from benchmarks.compare_checkouts import CASES
+    from benchmarks.harness import batch_data, interleaved_medians, print_ratios
     from keras_luong import BeamSearchSampler, LuongSeq2Seq
 
     class BiLSTMEncoder(keras.layers.Layer):
@@ -73,9 +73,8 @@ def main():
 
     versions = {name: runs(model) for name, model in models.items()}
     medians = interleaved_medians(versions, CASES, args.rounds, args.calls)
-    print_ratios(medians, CASES, "composed", "built-in", args.rounds, args.calls)
+    print_ratios(medians, CASES, "composed", "built-in", args.rounds, args.calls, args.json)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

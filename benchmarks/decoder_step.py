@@ -1,6 +1,6 @@
 """Train-step time of one seq2seq model built several ways, on the current backend.
 
-    KERAS_BACKEND=jax python benchmarks/decoder_step.py [--lengths 50 200] [--mask] [--no-xla]
+    KERAS_BACKEND=jax python -m benchmarks.decoder_step [--lengths 50 200] [--mask] [--no-xla]
 
 (a) the Keras-native recipe a user writes without this package: LSTM encoder, LSTM decoder,
     keras.layers.Attention (dot), Dense(tanh, no bias) on [c; h];

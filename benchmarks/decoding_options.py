@@ -3,7 +3,7 @@ length penalties, the three coverage-penalty forms and n-gram blocking, on Multi
 and on its longest third of sentences (by source words).
 
     make translate TRANSLATE_ARGS="--output-dir runs/multi30k"     # a trained model first
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/decoding_options.py \\
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.decoding_options \\
         --model runs/multi30k/translate.keras --data /path/to/multi30k
 
 The model is a `.keras` file with its vocabularies inside (`benchmarks/translate.py` saves
@@ -15,8 +15,6 @@ decodes the first 300 sentences with fewer settings.
 """
 
 import argparse
-import os
-import sys
 import time
 
 
@@ -97,5 +95,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -1,6 +1,6 @@
 """Decoding speed against tensorflow-addons 0.23: greedy and beam search, side by side.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/decoding_vs_tfa.py [--batch 64] \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.decoding_vs_tfa [--batch 64] \
         [--rounds 5] [--tfa-python .venv-tfa/bin/python]
 
 The same model on both sides, at the sizes of the comparison in the issue tracker: B sources of
@@ -141,7 +141,7 @@ def main():
     from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq
 
     worker = subprocess.Popen(
-        [args.tfa_python, os.path.abspath(__file__), "--tfa-worker"]
+        [args.tfa_python, "-m", __spec__.name, "--tfa-worker"]
         + ["--batch", str(args.batch), "--calls", str(args.calls)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

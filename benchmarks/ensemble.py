@@ -1,6 +1,6 @@
 """What an ensemble and checkpoint averaging buy on Multi30k, and what they cost to decode.
 
-    KERAS_BACKEND=jax python benchmarks/ensemble.py --data ../shared/data/multi30k-en-de \\
+    KERAS_BACKEND=jax python -m benchmarks.ensemble --data ../shared/data/multi30k-en-de \\
         --members 4 --epochs 6 --output-dir /tmp/ensemble
 
 Trains `--members` models with the translation page's recipe (one per seed, 8,000 joint
@@ -18,11 +18,9 @@ Members already saved in `--output-dir` are reused, so the decoding part runs al
 import argparse
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-from seed_study import bucketed  # noqa: E402
+from benchmarks.harness import bucketed
 
 
 def parse_args(argv=None):
@@ -160,5 +158,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

@@ -1,7 +1,7 @@
 """What decoding an `Ensemble` costs over decoding its members one after another, step for
 step: the ensemble's time over the sum of its members' times, in one run.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/ensemble_overhead.py
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.ensemble_overhead
 
 `--members` models of the translation page's size (`LuongSeq2Seq(8000, 8000, units=256,
 embedding_dim=128)`, one seed each) decode a batch of 64 sentences of 10-30 tokens, each
@@ -13,12 +13,9 @@ whose order alternates (medians).
 """
 
 import argparse
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-from compare_checkouts import interleaved_medians  # noqa: E402
-from export_latency import sources  # noqa: E402
+from benchmarks.export_latency import sources
+from benchmarks.harness import interleaved_medians
 
 
 def main(argv=None):
@@ -66,5 +63,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

@@ -3,8 +3,8 @@ artifacts' sizes, in one process: on TensorFlow the SavedModel, the ONNX file an
 file, on torch the `torch.export` program and the ONNX file written from it (LiteRT and
 torch's unrolled: `max_length` steps, sources padded to 30 tokens).
 
-    KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/export_latency.py
-    KERAS_BACKEND=torch .venv/bin/python benchmarks/export_latency.py
+    KERAS_BACKEND=tensorflow .venv/bin/python -m benchmarks.export_latency
+    KERAS_BACKEND=torch .venv/bin/python -m benchmarks.export_latency
 
 `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (global general attention, input
 feeding; the translation page's model) with seeded weights (the output layer's drawn from a
@@ -23,8 +23,7 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from compare_checkouts import interleaved_medians  # noqa: E402
+from benchmarks.harness import interleaved_medians
 
 # decoding name -> sampler (keras_luong.BeamSearchSampler's arguments for beam search)
 DECODINGS = {"greedy": None, "beam 5": {"num_beams": 5, "length_penalty": 1.0}}

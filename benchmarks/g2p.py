@@ -1,7 +1,7 @@
 """Grapheme-to-phoneme on CMUdict (g014b2b): train a LuongSeq2Seq, score it as the papers do.
 
     make g2p                                   # the headline run (jax)
-    python benchmarks/g2p.py --minutes 10 --alignment local-p --no-input-feeding
+    python -m benchmarks.g2p --minutes 10 --alignment local-p --no-input-feeding
 
 Trains on the training file less a validation split, measures the validation WER (greedy)
 after every epoch and keeps the best weights, stops after `--epochs` or `--minutes`, picks

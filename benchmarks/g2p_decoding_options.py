@@ -2,27 +2,18 @@
 by `make g2p` (or benchmarks/g2p.py --output-dir DIR) decoded with beam search, with and
 without each option, scored on the test words as benchmarks/g2p.py scores them.
 
-    KERAS_BACKEND=jax python benchmarks/g2p_decoding_options.py g2p_output [--test-words N]
+    KERAS_BACKEND=jax python -m benchmarks.g2p_decoding_options g2p_output [--test-words N]
 """
 
 import argparse
-import importlib.util
 import os
 
 import keras
 
+from benchmarks import g2p
 from keras_luong import BeamSearchSampler
 from keras_luong.data.vocabulary import Vocabulary
 from keras_luong.datasets import cmudict
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load_g2p_script():
-    spec = importlib.util.spec_from_file_location("g2p", os.path.join(HERE, "g2p.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main():
@@ -31,7 +22,6 @@ def main():
     parser.add_argument("--test-words", type=int)
     parser.add_argument("--beams", type=int, default=5)
     args = parser.parse_args()
-    g2p = load_g2p_script()
     model = keras.saving.load_model(os.path.join(args.model_dir, "g2p.keras"))
     phonemes = Vocabulary.load(os.path.join(args.model_dir, "phonemes.json"))
     data = cmudict.load_data()

@@ -1,6 +1,6 @@
 """Collect the results.json of several `benchmarks/g2p.py` runs into one Markdown table.
 
-    python benchmarks/g2p_table.py g2p_output/variants
+    python -m benchmarks.g2p_table g2p_output/variants
 
 Each sub-folder of the argument is one run (`make g2p-variants` writes them); the table gives
 its recipe, the epochs and minutes it trained, the best validation WER, and the test PER and

@@ -1,6 +1,6 @@
 """The GPU check: the default model's training and decoding speed on one GPU, beside OpenNMT-py.
 
-    python benchmarks/gpu.py --prepare --data ../shared/data/multi30k-en-de   # on a CPU
+    python -m benchmarks.gpu --prepare --data ../shared/data/multi30k-en-de   # on a CPU
     bash benchmarks/gpu.sh                                                    # on the GPU
 
 `--prepare` trains the SentencePiece model of the translation recipe (8,000 pieces shared by
@@ -41,10 +41,7 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
+from benchmarks.harness import ROOT
 
 KERAS_ENGINES = ("torch", "jax", "tensorflow")
 # (label, tokens per batch or "gpu", dtype policy)
@@ -350,7 +347,7 @@ def selected_cases(args):
 
 def onmt_run(args, tokens, gpu):
     """OpenNMT-py's training tokens per second on the pieces, batches of `tokens` tokens."""
-    from opennmt_side_by_side import ONMT_STEP
+    from benchmarks.opennmt_side_by_side import ONMT_STEP
 
     workdir = os.path.abspath(args.workdir)
     config = os.path.join(workdir, f"onmt-{tokens}.yaml")
@@ -399,7 +396,7 @@ def onmt_config(workdir, tokens, units, steps, vocabulary_size, gpu, pairs):
     """The recipe in OpenNMT-py's terms (`opennmt_side_by_side.onmt_recipe`), on one GPU if
     `gpu`; a bucket of all the `pairs` (its default, 262,144 examples, reads a small corpus
     over and over before the first step)."""
-    from opennmt_side_by_side import onmt_recipe
+    from benchmarks.opennmt_side_by_side import onmt_recipe
 
     device = "world_size: 1\ngpu_ranks: [0]\n" if gpu else ""
     return f"""\
@@ -427,7 +424,7 @@ vocab_size_multiple: {vocabulary_size}
 
 
 def run_keras_engine(args, engine):
-    command = [sys.executable, os.path.abspath(__file__), "--worker", engine]
+    command = [sys.executable, "-m", __spec__.name, "--worker", engine]
     command += args.argv
     env = dict(os.environ, KERAS_BACKEND=engine, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2")
     # The worker's messages go straight to this process' stderr; its results come on stdout.

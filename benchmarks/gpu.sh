@@ -17,4 +17,4 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 export TF_CPP_MIN_LOG_LEVEL=2 PYTHONUNBUFFERED=1
 export KERAS_HOME=${KERAS_HOME:-$PWD/.cache/keras}
-exec python3 benchmarks/gpu.py "$@"
+exec python3 -m benchmarks.gpu "$@"

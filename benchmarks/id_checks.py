@@ -1,7 +1,7 @@
 """What the token-id checks of `fit` cost: each kind of training data's check against one
 train step and one epoch of the default model, timed in one process:
 
-    KERAS_BACKEND=jax python benchmarks/id_checks.py
+    KERAS_BACKEND=jax python -m benchmarks.id_checks
 
 `fit` and `evaluate` check the ids once per call, before the first step, outside the
 compiled train step (which they leave as it is): arrays whole, `BucketedBatches` by the
@@ -12,9 +12,7 @@ iterator for it, which fills a shuffle buffer if it has one). The corpus is Mult
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -94,5 +92,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

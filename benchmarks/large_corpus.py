@@ -1,8 +1,8 @@
 """A corpus the size of the paper's (WMT'14 English-German, 4.5M pairs): prepared on disk, then
 trained from, with each stage's wall time and peak resident memory.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/large_corpus.py --work /tmp/large
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/large_corpus.py --work /tmp/small --pairs 100000
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.large_corpus --work /tmp/large
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.large_corpus --work /tmp/small --pairs 100000
 
 Stages, each in a process of its own (so each peak is its own, read with `getrusage`):
 1. `write`: a synthetic corpus shaped like WMT'14 (about 25.8 English and 24.4 German words
@@ -168,7 +168,7 @@ def train(corpus_dir, steps, memory_pairs, tokens_per_batch, units):
 def stage(name, args):
     """Runs `name` in a process of its own; returns what it printed, with its peak memory
     (also kept in `work/results.json`, for a later run of other stages)."""
-    command = [sys.executable, __file__, "--stage", name, *args]
+    command = [sys.executable, "-m", __spec__.name, "--stage", name, *args]
     started = time.time()
     output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
     result = json.loads(output.strip().splitlines()[-1])

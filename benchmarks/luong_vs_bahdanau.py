@@ -1,6 +1,6 @@
 """Luong's attention against Bahdanau's on the dates task, at one budget.
 
-    KERAS_BACKEND=jax python benchmarks/luong_vs_bahdanau.py [--epochs 8] [--examples 12000] \
+    KERAS_BACKEND=jax python -m benchmarks.luong_vs_bahdanau [--epochs 8] [--examples 12000] \
         [--seeds 0,1,2] [--output tables.md] [--figure docs/luong_vs_bahdanau_attention.png]
 
 Seven models trained with the same data, epochs and optimizer, from each seed of `--seeds`:

@@ -1,7 +1,7 @@
 """keras-luong's default model and recipe beside OpenNMT-py 3.5.1's: learning per epoch and speed.
 
     make onmt-venv   # OpenNMT-py 3.5.1 in .venv-onmt, over the project's torch
-    python benchmarks/opennmt_side_by_side.py --data ../shared/data/multi30k-en-de \\
+    python -m benchmarks.opennmt_side_by_side --data ../shared/data/multi30k-en-de \\
         --corpus long --engines jax,opennmt --threads 1,2 --epochs 3 --output side.md
 
 Both sides train the same model on the same SentencePiece pieces (one vocabulary of
@@ -65,7 +65,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchmarks.harness import ROOT, bucket_width, path, read_lines, recipe_model, worker_result
+
 KERAS_ENGINES = ("jax", "tensorflow", "tensorflow-xla", "torch")
 
 
@@ -136,13 +137,6 @@ def common_parser(doc, workdir, valid_pairs):
     return parser
 
 
-def bucket_width(text):
-    """`--bucket-width`: `auto`, a width, or `none`, as `python -m keras_luong.train` reads it."""
-    from keras_luong.train import bucket_width_argument
-
-    return bucket_width_argument(text)
-
-
 def batching_flag(args):
     """The worker's `--bucket-width`."""
     return ["--bucket-width", str(args.bucket_width).lower()]
@@ -172,17 +166,6 @@ def write_output(args, text):
             f.write(text + "\n\n")
 
 
-def recipe_model(subwords, seed, xla=False):
-    """The translation page's model, compiled by its recipe (`keras_luong.models.recipe`; with
-    `jit_compile=True` if `xla`, else Keras' default)."""
-    import keras
-
-    from keras_luong.models.recipe import recipe_model as build
-
-    keras.utils.set_random_seed(seed)
-    return build(len(subwords), len(subwords), jit_compile=True if xla else "auto")
-
-
 def build_onmt_vocabulary(args, config, env):
     build = "from onmt.bin.build_vocab import main; main()"
     subprocess.run([args.onmt_python, "-c", build, "-config", config, "-n_sample", "-1"], env=env,
@@ -194,9 +177,7 @@ def build_onmt_vocabulary(args, config, env):
 
 def prepare(args):
     """The corpus' texts, one SentencePiece model, and the pieces written for OpenNMT-py."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from seed_study import corpus
-
+    from benchmarks.harness import corpus
     from keras_luong import SubwordVocabulary
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -216,15 +197,6 @@ def prepare(args):
         with open(path(args, name), "w", encoding="utf-8") as f:
             f.writelines(" ".join(vocabulary.tokenize(line)) + "\n" for line in lines)
     return len(train_src)
-
-
-def path(args, name):
-    return os.path.join(args.workdir, name)
-
-
-def read_lines(args, name):
-    with open(path(args, name), encoding="utf-8") as f:
-        return f.read().splitlines()
 
 
 # glibc's malloc reusing large blocks from a process's start: the thresholds that
@@ -302,8 +274,8 @@ def validation_accuracy(model, subwords, valid_sources, valid_targets):
 def keras_worker(args):
     """Trains the translation page's recipe; writes per-epoch figures as JSON to stdout."""
     import keras
-    from seed_study import bucketed
 
+    from benchmarks.harness import bucketed
     from keras_luong import SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
@@ -367,21 +339,13 @@ def keras_worker(args):
 
 
 def run_keras(args, engine, threads):
-    command = [*pinned(threads), sys.executable, os.path.abspath(__file__), "--worker", "keras"]
+    command = [*pinned(threads), sys.executable, "-m", __spec__.name, "--worker", "keras"]
     command += ["--workdir", args.workdir, "--epochs", str(args.epochs), "--seed", str(args.seed)]
     command += xla_flag(engine) + batching_flag(args)
     started = time.perf_counter()
     result = worker_result(command, thread_env(engine, threads), f"keras-luong on {engine}")
     result["wall_seconds"] = time.perf_counter() - started
     return result
-
-
-def worker_result(command, env, name):
-    """Runs a worker process; the JSON it prints on its last line (its error, if it fails)."""
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- OpenNMT-py
@@ -605,7 +569,6 @@ def table(args, results):
 
 def main(argv=None):
     args = parse_args(argv)
-    sys.path.insert(0, ROOT)
     if args.worker:
         print(json.dumps(keras_worker(args)))
         return

@@ -10,35 +10,32 @@ inside the product) against another form, the same weights:
 - `--other separate-bias`: the `Dense` called on the matrix, which adds its bias in a pass of
   its own (the same as the package's form on every backend but torch).
 
-Both versions are timed interleaved in one process, as `compare_checkouts.py` times two
-checkouts:
+Both versions are timed interleaved in one process, as the harness times every comparison:
 
-    KERAS_BACKEND=jax python benchmarks/output_layer.py
-    KERAS_BACKEND=torch python benchmarks/output_layer.py --other separate-bias
+    KERAS_BACKEND=jax python -m benchmarks.output_layer
+    KERAS_BACKEND=torch python -m benchmarks.output_layer --other separate-bias
 
 The ratio is matrix / other (below 1: faster). The two models' logits and first-step losses
 are checked equal first.
 """
 
 import argparse
-import os
-import sys
 
 import numpy as np
 
 
 def main():
-    from benchmarks.compare_checkouts import (
+    from benchmarks.harness import (
         batch_data,
         interleaved_medians,
         print_ratios,
         recipe_model,
-        train_step_arguments,
+        timing_arguments,
     )
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--other", choices=["sequence", "separate-bias"], default="sequence")
-    args = train_step_arguments(__doc__, parser)
+    args = timing_arguments(__doc__, parser)
     import keras
     from keras import ops
 
@@ -85,9 +82,8 @@ def main():
     print(f"the two losses on one batch: {losses[0]:.6f} {losses[1]:.6f}")
     assert np.isclose(losses[0], losses[1], rtol=1e-5), losses
     medians = interleaved_medians(versions, ["train step"], args.rounds, args.calls)
-    print_ratios(medians, ["train step"], "matrix", other, args.rounds, args.calls)
+    print_ratios(medians, ["train step"], "matrix", other, args.rounds, args.calls, args.json)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

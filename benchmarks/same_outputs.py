@@ -1,11 +1,11 @@
 """The same outputs on two checkouts of keras-luong: does a change keep every model's values?
 
     git worktree add /tmp/baseline <commit>
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/same_outputs.py --baseline /tmp/baseline
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.same_outputs --baseline /tmp/baseline
 
-Both versions load side by side in one process (as `benchmarks/compare_checkouts.py` loads
-them). For each variant (the default model, local-m, local-p, hard-monotonic, Bahdanau's
-timing, Bahdanau's hard-monotonic attention) the baseline builds the model from a seed, and
+Both versions load side by side in one process (`harness.load_baseline`). For each variant
+(the default model, local-m, local-p, hard-monotonic, Bahdanau's timing, Bahdanau's
+hard-monotonic attention) the baseline builds the model from a seed, and
 this checkout's model of the same config takes its weights; both then give the logits of one
 batch (with padding), greedy ids and beam-4 ids. It prints the largest logit difference and
 whether the ids are equal, and exits with status 1 if any ids differ or a logit differs by
@@ -19,8 +19,7 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_checkouts import load_baseline  # noqa: E402
+from benchmarks.harness import load_baseline
 
 VARIANTS = {
     "default": {},

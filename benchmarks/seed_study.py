@@ -1,6 +1,6 @@
 """When does attention lock on? Short training runs over seeds, attentions and recipes.
 
-    python benchmarks/seed_study.py --data ../shared/data/multi30k-en-de --corpus long \\
+    python -m benchmarks.seed_study --data ../shared/data/multi30k-en-de --corpus long \\
         --attentions global-general --recipes page,global-clip --seeds 0,1,2 --epochs 3
 
 Each cell trains `LuongSeq2Seq(units=256, embedding_dim=128, dropout=0.3)` on subword ids
@@ -22,9 +22,9 @@ one JSON line to `--output`; `--table` prints the table of a results file.
 
 import argparse
 import json
-import os
-import sys
 import time
+
+from benchmarks.harness import bucketed, corpus
 
 RECIPES = {
     # The translation page's recipe before this study.
@@ -160,45 +160,11 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def corpus(data, name, train_pairs, valid_pairs):
-    from keras_luong.datasets import multi30k
-
-    splits = multi30k.load_data(data)
-    train, valid = splits["train"], splits["validation"]
-    if name == "long":
-        train = tuple(join_pairs(side) for side in train)
-        valid = tuple(join_pairs(side) for side in valid)
-    if train_pairs:
-        train = tuple(side[:train_pairs] for side in train)
-    return train, tuple(side[:valid_pairs] for side in valid)
-
-
-def join_pairs(sentences):
-    """Sentences 0+1, 2+3, ...: each joined to the next one (an odd last one dropped)."""
-    return [f"{a} {b}" for a, b in zip(sentences[0::2], sentences[1::2], strict=False)]
-
-
 def settings(recipe):
     unknown = set(recipe) - set(BASE)
     if unknown:
         raise ValueError(f"unknown recipe keys {unknown}")
     return {**BASE, **recipe}
-
-
-def bucketed(vocabulary, sources, targets, shuffle, seed, bucket_width=8, **kwargs):
-    """The recipe's batches: `BucketedBatches` of 2,048 tokens of the texts' subword ids
-    (`kwargs`: `BucketedBatches`' others, `workers` say)."""
-    from keras_luong import BucketedBatches
-
-    return BucketedBatches(
-        [vocabulary.encode(s) for s in sources],
-        [vocabulary.encode(t) for t in targets],
-        tokens_per_batch=2048,
-        bucket_width=bucket_width,
-        shuffle=shuffle,
-        seed=seed,
-        **kwargs,
-    )
 
 
 def run_cell(args, data, vocabulary, attention, recipe, seed, starts=None):
@@ -427,5 +393,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

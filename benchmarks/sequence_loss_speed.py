@@ -6,30 +6,28 @@ the one-hot form (Keras' `categorical_crossentropy` of a smoothed `one_hot` of t
 which builds two `(B, T, V)` tensors and reads them forward and backward) and the `logsumexp`
 form (`logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ z`, no one-hot, but `logsumexp` and its
 gradient as separate passes over the logits where the backend does not fuse them). The three
-versions are timed interleaved in one process, as `compare_checkouts.py` times two checkouts:
+versions are timed interleaved in one process (`harness.interleaved_medians`):
 
-    KERAS_BACKEND=jax python benchmarks/sequence_loss_speed.py
+    KERAS_BACKEND=jax python -m benchmarks.sequence_loss_speed
 
 The ratios are SequenceLoss / each other form (below 1: faster). The three losses are checked
 equal first.
 """
 
-import os
-import sys
-
 import numpy as np
 
 
 def main():
-    from benchmarks.compare_checkouts import (
+    from benchmarks.harness import (
         batch_data,
         interleaved_medians,
         print_ratios,
         recipe_model,
-        train_step_arguments,
+        timing_arguments,
+        write_results,
     )
 
-    args = train_step_arguments(__doc__)
+    args = timing_arguments(__doc__)
     import keras
     from keras import ops
 
@@ -82,10 +80,16 @@ def main():
 
         versions[name] = {"train step": step}
     medians = interleaved_medians(versions, ["train step"], args.rounds, args.calls)
-    for other in ("one-hot", "logsumexp"):
-        print_ratios(medians, ["train step"], "SequenceLoss", other, args.rounds, args.calls)
+    rows = [
+        row
+        for other in ("one-hot", "logsumexp")
+        for row in print_ratios(
+            medians, ["train step"], "SequenceLoss", other, args.rounds, args.calls
+        )
+    ]
+    if args.json:
+        write_results(args.json, rows, rounds=args.rounds, calls=args.calls)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

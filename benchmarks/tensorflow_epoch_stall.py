@@ -16,16 +16,14 @@ Two parts, in one process, one after the other:
    reading through tf.data) and with its default (two threads on TensorFlow), `--epochs`
    each; per epoch, the time from its start to its first batch and the epoch's time.
 
-    KERAS_BACKEND=tensorflow python benchmarks/tensorflow_epoch_stall.py \\
+    KERAS_BACKEND=tensorflow python -m benchmarks.tensorflow_epoch_stall \\
         --workdir .cache/opennmt_side_by_side --pairs 800 --epochs 4
 
 Run nothing else beside it.
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 
@@ -60,9 +58,8 @@ def fit_epochs(args, workers):
     """`(waits, epochs)`: per epoch, the seconds from its start to its first batch, and its
     seconds, for `fit` on `BucketedBatches` with `workers` (None: its default)."""
     import keras
-    from opennmt_side_by_side import path, read_lines, recipe_model
-    from seed_study import bucketed
 
+    from benchmarks.harness import bucketed, path, read_lines, recipe_model
     from keras_luong import SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
@@ -95,7 +92,7 @@ def main():
     parser.add_argument("--batches", type=int, default=13)
     parser.add_argument("--step-seconds", type=float, default=0.8)
     parser.add_argument("--drops", type=int, default=5, help="iterators dropped in part 1")
-    parser.add_argument("--workdir", help="an opennmt_side_by_side.py workdir (part 2)")
+    parser.add_argument("--workdir", help="an opennmt_side_by_side --workdir (part 2)")
     parser.add_argument("--pairs", type=int, default=800)
     parser.add_argument("--epochs", type=int, default=4)
     args = parser.parse_args()
@@ -127,5 +124,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -1,32 +1,35 @@
 """Does XLA speed up the translation recipe's training on TensorFlow? The recipe's model
-(`opennmt_side_by_side.recipe_model`) compiled twice, with Keras' default (no XLA on a machine
+(`harness.recipe_model`) compiled twice, with Keras' default (no XLA on a machine
 without a GPU) and with `jit_compile=True`, trains the same length-bucketed batches of a
-side-by-side run's corpus in turn in one process (`compare_checkouts.interleaved_medians`),
+side-by-side run's corpus in turn in one process (`harness.interleaved_medians`),
 every batch shape compiled first; it prints the median epoch of each and their ratio, XLA
 over graph (below 1: XLA faster).
 
-    python benchmarks/opennmt_side_by_side.py --data <multi30k folder> --corpus long \\
+    python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines tensorflow --workdir side
-    KERAS_BACKEND=tensorflow python benchmarks/tensorflow_xla.py --workdir side
+    KERAS_BACKEND=tensorflow python -m benchmarks.tensorflow_xla --workdir side
 
 Run nothing else beside it.
 """
 
 import argparse
-import os
-import sys
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side.py workdir")
+    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side --workdir")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     import keras
-    from compare_checkouts import interleaved_medians, print_ratios
-    from opennmt_side_by_side import path, read_lines, recipe_model
-    from seed_study import bucketed
 
+    from benchmarks.harness import (
+        bucketed,
+        interleaved_medians,
+        path,
+        print_ratios,
+        read_lines,
+        recipe_model,
+    )
     from keras_luong import SubwordVocabulary
 
     if keras.backend.backend() != "tensorflow":
@@ -50,5 +53,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -2,7 +2,7 @@
 changed to `keras_luong.tfa`? The same function runs on both sides, against tensorflow-addons
 itself, not its equations.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_adapter_parity.py \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_adapter_parity \
         [--tfa-python .venv-tfa/bin/python]
 
 `tutorial(tfa, keras)` is the decoder of tensorflow-addons' NMT tutorial: an attention
@@ -22,7 +22,8 @@ round-off, the ids equal.
 import sys
 
 import numpy as np
-from tfa_parity import run_both_sides
+
+from benchmarks.tfa_parity import run_both_sides
 
 BATCH, SOURCE, TARGET, EMBED, UNITS, VOCAB = 2, 7, 5, 8, 16, 30
 LENGTHS = np.array([7, 4], "int32")
@@ -148,7 +149,7 @@ def tensorflow_addons_side(path):
 
 
 def main():
-    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
     if saved is None:
         return
     import keras

@@ -1,7 +1,7 @@
 """Do `BahdanauAttention` and `BahdanauMonotonicAttention` give tensorflow-addons' values, its
 weights moved over one for one? Checked against tensorflow-addons itself.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_bahdanau_parity.py \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_bahdanau_parity \
         [--tfa-python .venv-tfa/bin/python]
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23: its own venv, see
@@ -20,9 +20,10 @@ prints the largest differences.
 import sys
 
 import numpy as np
-from tfa_monotonic_parity import MODES
-from tfa_monotonic_parity import inputs as monotonic_inputs
-from tfa_parity import keras_luong_decoder, run_both_sides, tfa_decoder
+
+from benchmarks.tfa_monotonic_parity import MODES
+from benchmarks.tfa_monotonic_parity import inputs as monotonic_inputs
+from benchmarks.tfa_parity import keras_luong_decoder, run_both_sides, tfa_decoder
 
 SCORE_UNITS = 12
 SOURCE_LENGTHS = [9, 5]  # the monotonic sources
@@ -100,7 +101,7 @@ def assign(attention, saved, prefix):
 
 
 def main():
-    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
     if saved is None:
         return
     import keras

@@ -1,7 +1,7 @@
 """Does `MonotonicAttention` give tensorflow-addons' `LuongMonotonicAttention` alignments, its
 weights moved over? Checked against tensorflow-addons itself, in each of its three modes.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_monotonic_parity.py \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_monotonic_parity \
         [--tfa-python .venv-tfa/bin/python]
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23: its own venv, see
@@ -17,7 +17,8 @@ prints the largest difference of the alignments.
 import sys
 
 import numpy as np
-from tfa_parity import run_both_sides  # this folder is on the path of a script run from it
+
+from benchmarks.tfa_parity import run_both_sides
 
 BATCH, SOURCE, STEPS, UNITS = 2, 9, 6, 16
 SOURCE_LENGTHS = [9, 5]
@@ -78,7 +79,7 @@ def keras_luong_side(saved, mode):
 
 
 def main():
-    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
     if saved is None:
         return
     import keras

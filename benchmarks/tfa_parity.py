@@ -1,7 +1,7 @@
 """Does a tensorflow-addons decoder's weights, moved over as docs/migrating.md says, give the
 same logits in keras-luong? Checked against tensorflow-addons itself, not its equations.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_parity.py [--tfa-python .venv-tfa/bin/python]
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_parity [--tfa-python .venv-tfa/bin/python]
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23, Keras 2: its own venv, see
 ../shared/bench/README.md; not a dependency of this project) runs in a subprocess: a random
@@ -120,10 +120,11 @@ def keras_luong_decoder(attention, saved, assign_attention):
     return keras.ops.convert_to_numpy(run())
 
 
-def run_both_sides(script, description, tensorflow_addons_side):
+def run_both_sides(module, description, tensorflow_addons_side):
     """The command line of a parity script: in the tensorflow-addons venv (`--tfa-side PATH`)
-    run `tensorflow_addons_side(PATH)`; here, run `script` there in a subprocess and return
-    the arrays it saved (None when this process is the tensorflow-addons side)."""
+    run `tensorflow_addons_side(PATH)`; here, run `python -m module` there in a subprocess (from
+    the repository's root) and return the arrays it saved (None when this process is the
+    tensorflow-addons side)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
@@ -136,15 +137,16 @@ def run_both_sides(script, description, tensorflow_addons_side):
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "tfa.npz")
         subprocess.run(
-            [args.tfa_python, os.path.abspath(script), "--tfa-side", path],
+            [args.tfa_python, "-m", module, "--tfa-side", path],
             check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         )
         return dict(np.load(path))
 
 
 def main():
-    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
     if saved is None:
         return
     logits = keras_luong_side(saved)

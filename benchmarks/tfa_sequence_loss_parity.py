@@ -1,7 +1,7 @@
 """Does `keras_luong.training.losses.sequence_loss` equal tensorflow-addons' `sequence_loss` (and
 `SequenceLoss` its class) on the same logits, for every combination of its flags?
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/tfa_sequence_loss_parity.py \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_sequence_loss_parity \
         [--tfa-python .venv-tfa/bin/python]
 
 The tensorflow-addons side (its own venv, see benchmarks/tfa_parity.py) computes
@@ -14,7 +14,8 @@ import itertools
 import sys
 
 import numpy as np
-from tfa_parity import run_both_sides
+
+from benchmarks.tfa_parity import run_both_sides
 
 FLAGS = [
     flags
@@ -49,7 +50,7 @@ def tensorflow_addons_side(path):
 
 
 def main():
-    saved = run_both_sides(__file__, __doc__.split("\n\n")[0], tensorflow_addons_side)
+    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
     if saved is None:
         return
     import keras

@@ -5,7 +5,7 @@ after `keras_luong.training.allocator.reuse_large_blocks()` (its mmap and trim t
 1 GiB, as `python -m keras_luong.train` raises them on torch), started in turn, their order
 reversed every other round:
 
-    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python benchmarks/torch_allocator.py
+    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.torch_allocator
 
 Each worker trains two steps untimed, then times `--calls` steps and prints their median. The
 script prints each round's two medians and their ratio (raised / as it is; below 1: faster),
@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETTINGS = ("as it is", "raised")
 
 
@@ -31,7 +30,7 @@ def worker(args):
 
     if args.worker == "raised" and not reuse_large_blocks():
         raise SystemExit("this C library has no mallopt (not glibc): nothing to compare")
-    from benchmarks.compare_checkouts import recipe_train_step
+    from benchmarks.harness import recipe_train_step
 
     step = recipe_train_step(args.vocabulary, args.batch, args.length)
     step()
@@ -46,7 +45,7 @@ def worker(args):
 
 def run_worker(args, setting):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    command = [sys.executable, os.path.abspath(__file__), "--worker", setting]
+    command = [sys.executable, "-m", __spec__.name, "--worker", setting]
     command += ["--calls", str(args.calls), "--vocabulary", str(args.vocabulary)]
     command += ["--batch", str(args.batch), "--length", str(args.length)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -67,7 +66,6 @@ def main():
     for name in ("rounds", "calls", "vocabulary", "batch", "length"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, received {getattr(args, name)}")
-    sys.path.insert(0, ROOT)
     import keras
 
     if keras.backend.backend() != "torch":

@@ -1,7 +1,7 @@
 """What `torch.compile` does for decoding on torch: the first call's time, and the warm time
 over the same generator run eagerly, for greedy and beam search.
 
-    KERAS_BACKEND=torch python benchmarks/torch_compile.py [--batch 1] [--rounds 5]
+    KERAS_BACKEND=torch python -m benchmarks.torch_compile [--batch 1] [--rounds 5]
 
 The sizes of benchmarks/decoding_vs_tfa.py (B sources of length 30, embedding 64, a biLSTM
 encoder, an input-feeding decoder of 256 units with the general score, vocabulary 8000, 30

@@ -3,7 +3,7 @@ recipe's sizes (8,000 subwords a side, units 256, embeddings 128, dropout 0.3, e
 uniform in ±0.1, Adam 2e-3 with global norm 5, `SequenceLoss(label_smoothing=0.1)`) trained
 on one batch (B=64, S=T=28 by default, with padding), profiled by torch's profiler:
 
-    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python benchmarks/torch_step_profile.py
+    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.torch_step_profile
 
 It prints the median time of a step, each operation's share of the profiled steps' CPU time
 (its own time, the operations it calls excluded; the `--rows` largest), and the share of the
@@ -14,14 +14,12 @@ blocks (`keras_luong.training.allocator`), as `python -m keras_luong.train` trai
 """
 
 import argparse
-import os
-import sys
 
 PRODUCTS = ("aten::mm", "aten::bmm", "aten::addmm")
 
 
 def main():
-    from benchmarks.compare_checkouts import interleaved_medians, recipe_train_step
+    from benchmarks.harness import interleaved_medians, recipe_train_step
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
@@ -68,5 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

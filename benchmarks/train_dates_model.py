@@ -2,7 +2,7 @@
 compares its float32 and half-precision decodings: it needs a trained model, whose
 predictions have margins, and CI has no time to train one).
 
-    KERAS_BACKEND=jax python benchmarks/train_dates_model.py [--output tests/data/dates_model.keras]
+    KERAS_BACKEND=jax python -m benchmarks.train_dates_model [--output tests/data/dates_model.keras]
 """
 
 import argparse

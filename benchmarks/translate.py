@@ -2,7 +2,7 @@
 
     make translate                                  # the headline run (jax), data downloaded
     make translate DATA=/path/to/multi30k           # a local copy of the official files
-    python benchmarks/translate.py --minutes 10 --alignment local-p --no-input-feeding
+    python -m benchmarks.translate --minutes 10 --alignment local-p --no-input-feeding
 
 Trains one joint BPE vocabulary on both sides of the training text (the official lowercased,
 tokenized files), trains on length-bucketed batches, translates the validation set greedily

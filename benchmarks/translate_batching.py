@@ -1,6 +1,6 @@
 """`translate` in length-sorted batches against one padded array, on the same model and texts.
 
-    KERAS_BACKEND=jax .venv/bin/python benchmarks/translate_batching.py \\
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.translate_batching \\
         --model runs/multi30k/translate.keras --data /path/to/multi30k
 
 The model is a `.keras` file with its vocabularies inside (`benchmarks/translate.py` saves
@@ -15,9 +15,7 @@ output reaches a bound gets the longer one where the bound is longer.
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 
@@ -85,5 +83,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

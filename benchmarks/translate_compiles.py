@@ -1,6 +1,6 @@
 """How many decoding functions `translate` compiles, and what a second call costs.
 
-    KERAS_BACKEND=jax python benchmarks/translate_compiles.py --data ../shared/data/multi30k-en-de
+    KERAS_BACKEND=jax python -m benchmarks.translate_compiles --data ../shared/data/multi30k-en-de
 
 Translates the same texts twice with `translate`'s default bounds (each text's own, 1.5 × its
 source tokens + 10), in one process:
@@ -20,8 +20,6 @@ English sentences joined two by two (about 26 words, up to about 80).
 
 import argparse
 import math
-import os
-import sys
 import time
 
 
@@ -35,7 +33,7 @@ def main(argv=None):
     import keras
     import numpy as np
 
-    from benchmarks.seed_study import join_pairs
+    from benchmarks.harness import join_pairs
     from keras_luong import LuongSeq2Seq, SubwordVocabulary
     from keras_luong.data.batching import length_sorted_batches
     from keras_luong.datasets import multi30k
@@ -95,5 +93,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     main()

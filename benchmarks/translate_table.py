@@ -1,6 +1,6 @@
 """Collect the results.json of several `benchmarks/translate.py` runs into one Markdown table.
 
-    python benchmarks/translate_table.py translate_output/variants
+    python -m benchmarks.translate_table translate_output/variants
 
 Each sub-folder of the argument is one run (`make translate-variants` writes them); the table
 gives the variant, the epochs and minutes it trained, its training tokens/s, the best

@@ -1,36 +1,32 @@
 """Does training go faster on batches padded to their own longest (`BucketedBatches(...,
 bucket_width=None)`, as OpenNMT-py batches) than on the recipe's length buckets (width 8)? The
-recipe's model (`opennmt_side_by_side.recipe_model`), twice from one seed, trains an epoch of
+recipe's model (`harness.recipe_model`), twice from one seed, trains an epoch of
 each kind of batches of a side-by-side run's corpus in turn in one process, a step at a time
-(`compare_checkouts.interleaved_medians`, the first epoch of each before the clock); both
+(`harness.interleaved_medians`, the first epoch of each before the clock); both
 epochs hold the same real target tokens, so the ratio of their medians is the ratio of the
 speeds. It prints each kind's batches, padding and real target tokens a batch, the medians,
 and the target tokens a second.
 
-    python benchmarks/opennmt_side_by_side.py --data <multi30k folder> --corpus long \\
+    python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines torch --workdir side
-    KERAS_BACKEND=torch python benchmarks/unbucketed_batches.py --workdir side
+    KERAS_BACKEND=torch python -m benchmarks.unbucketed_batches --workdir side
 
 Run nothing else beside it. On JAX every new batch shape compiles a new train step, so
 `bucket_width=None` is not for JAX; TensorFlow (without XLA) and torch take any shape.
 """
 
 import argparse
-import os
-import sys
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side.py workdir")
+    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side --workdir")
     parser.add_argument("--pairs", type=int, default=None, help="the first pairs only")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     import keras
-    from compare_checkouts import interleaved_medians
-    from opennmt_side_by_side import path, read_lines, recipe_model
-    from seed_study import bucketed
 
+    from benchmarks.harness import bucketed, interleaved_medians, path, read_lines, recipe_model
     from keras_luong import SubwordVocabulary
 
     with open(path(args, "pieces.model"), "rb") as f:
@@ -66,5 +62,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -1,6 +1,6 @@
 """Every Luong variant on the dates task with the same budget: our Tables 4 and 6.
 
-    KERAS_BACKEND=jax python benchmarks/variants.py [--epochs 8] [--examples 12000] \
+    KERAS_BACKEND=jax python -m benchmarks.variants [--epochs 8] [--examples 12000] \
         [--output docs/results.md]
 
 Global attention with the dot, general, concat and location scores, local-m (general) and

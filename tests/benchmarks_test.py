@@ -1,19 +1,77 @@
-"""The side-by-side benchmark's own arithmetic: the order it runs the engines in, how it reads
+"""The benchmarks' own arithmetic: the harness's interleaved timing and its JSON results
+(benchmarks/harness.py); the side-by-side benchmark's order of engines, how it reads
 OpenNMT-py's log and the speed ratios it prints (benchmarks/opennmt_side_by_side.py; the
 runs themselves take minutes and OpenNMT-py's venv, so they stay out of the suite)."""
 
+import json
 import os
-import sys
+import re
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-import opennmt_side_by_side as side  # noqa: E402
-
+from benchmarks import harness
+from benchmarks import opennmt_side_by_side as side
 from tests.test_case import in_jax_run_only
 
 pytestmark = in_jax_run_only("the benchmarks' argument handling (no backend)")
+
+
+def test_interleaved_medians_compile_first_then_alternate_the_versions(monkeypatch):
+    calls = []
+    clock = iter(range(1000))
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: next(clock) ** 2)
+    versions = {
+        version: {case: (lambda v=version, c=case: calls.append((v, c))) for case in ("x", "y")}
+        for version in ("a", "b")
+    }
+    medians = harness.interleaved_medians(versions, ["x", "y"], rounds=2, calls=1)
+    compiles, timed = calls[:4], calls[4:]
+    assert compiles == [("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")]
+    assert timed == [("a", "x"), ("b", "x"), ("a", "y"), ("b", "y"),
+                     ("b", "x"), ("a", "x"), ("b", "y"), ("a", "y")]  # fmt: skip
+    # Call i is timed from clock tick 2i to 2i + 1: (2i + 1)^2 - (2i)^2 = 4i + 1 seconds.
+    assert medians[("a", "x")] == (1 + 4 * 5 + 1) / 2  # calls 0 and 5
+    assert medians[("b", "y")] == (4 * 3 + 1 + 4 * 6 + 1) / 2  # calls 3 and 6
+
+
+def test_print_ratios_writes_what_it_prints_as_json(tmp_path, capsys):
+    import keras
+
+    medians = {("new", "step"): 0.030, ("old", "step"): 0.025}
+    path = tmp_path / "results.json"
+    rows = harness.print_ratios(medians, ["step"], "new", "old", 3, 2, json_path=str(path))
+    out = capsys.readouterr().out
+    assert "step" in out and "30.0" in out and "25.0" in out and "1.200" in out
+    record = json.loads(path.read_text())
+    assert record["rows"] == rows == [
+        {"case": "step", "new ms": pytest.approx(30.0), "old ms": pytest.approx(25.0),
+         "ratio": pytest.approx(1.2)}
+    ]  # fmt: skip
+    assert record["backend"] == keras.backend.backend() and record["rounds"] == 3
+    assert record["command"].startswith(f"KERAS_BACKEND={keras.backend.backend()} python")
+
+
+def test_every_benchmark_a_page_names_exists():
+    """Each `python -m benchmarks.<name>` and `benchmarks/<name>.py` of the pages, the README
+    and the Makefile is a module of the suite (a retired script leaves no command behind)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    texts = [os.path.join(root, name) for name in ("README.md", "Makefile")]
+    for folder, _, files in os.walk(os.path.join(root, "docs")):
+        texts += [os.path.join(folder, f) for f in files if f.endswith(".md")]
+    named = {}
+    for text in texts:
+        with open(text, encoding="utf-8") as f:
+            content = f.read()
+        for name in re.findall(r"-m benchmarks\.(\w+)|benchmarks/(\w+)\.py", content):
+            named.setdefault("".join(name), os.path.relpath(text, root))
+    assert len(named) > 20
+    missing = {
+        name: where
+        for name, where in named.items()
+        if not os.path.isfile(os.path.join(root, "benchmarks", name + ".py"))
+    }
+    assert not missing
 
 
 def test_rounds_reverse_the_engines_every_other_round():

@@ -499,22 +499,16 @@ def test_one_translation_recipe_for_train_the_benchmarks_and_the_page():
     benchmarks' models are `recipe_model`'s (config and compiled settings), and the
     translation page's code writes the same numbers."""
     import re
-    import sys
 
     from keras_luong.models.recipe import RECIPE, recipe_model
 
     defaults = vars(train_cli.build_parser().parse_args(["--corpus", "c", "--out", "o"]))
     assert {name: defaults[name] for name in RECIPE} == RECIPE
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import compare_checkouts
-    import opennmt_side_by_side
+    from benchmarks import harness
 
     keras.utils.set_random_seed(0)
     expected = recipe_model(40, 40)
-    for model in (
-        compare_checkouts.recipe_model(40),
-        opennmt_side_by_side.recipe_model(list(range(40)), seed=0),
-    ):
+    for model in (harness.recipe_model(40), harness.recipe_model(list(range(40)), seed=0)):
         for ours, theirs in (
             (model, expected),
             (model.optimizer, expected.optimizer),

@@ -4,15 +4,11 @@ and OpenNMT-py's configuration say what was run. (OpenNMT-py itself is not insta
 its log is read from a fixture line, as `benchmarks_test.py` reads it.)"""
 
 import json
-import os
-import sys
 
 import keras
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-import gpu  # noqa: E402
-
+from benchmarks import gpu
 from tests.test_case import in_jax_run_only
 
 pytestmark = in_jax_run_only("the GPU check's dry run (one backend's worker)")
