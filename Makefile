@@ -37,7 +37,8 @@ test: export XLA_FLAGS ?= --xla_backend_optimization_level=0
 test: export KERAS_LUONG_QUICK ?= 1
 
 .PHONY: install lint format test readme-venv docs notebooks demo results luong-vs-bahdanau g2p g2p-variants \
-	translate translate-variants bucketing onmt-venv opennmt-side-by-side opennmt-budget gpu-check-files clean
+	translate translate-variants bucketing tfa-venv tfa-parity onmt-venv opennmt-side-by-side opennmt-budget \
+	gpu-check-files clean
 
 $(STAMP): requirements-ci.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -191,6 +192,20 @@ bucketing: install
 # torch 2.13.0 (OpenNMT-py asks for torch < 2.3, hence --no-deps and its other requirements
 # by hand).
 ONMT_VENV := .venv-onmt
+# keras-luong against tensorflow-addons 0.23 itself (tests/tfa_parity_test.py, on every backend):
+# its own environment in .venv-tfa (TensorFlow 2.15 and Keras 2, 1.3 GB; a few minutes).
+TFA_VENV ?= .venv-tfa
+tfa-venv:
+	test -x $(TFA_VENV)/bin/python || $(PYTHON) -m venv $(TFA_VENV)
+	$(TFA_VENV)/bin/pip install -q tensorflow-cpu==2.15.1 tensorflow-addons==0.23.0 "numpy<2"
+
+tfa-parity: install tfa-venv
+	@for backend in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$backend"; \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider tests/tfa_parity_test.py \
+			--tfa-python $(TFA_VENV)/bin/python --basetemp=$(CURDIR)/.cache/pytest-tfa -q || exit 1; \
+	done
+
 onmt-venv: install
 	test -x $(ONMT_VENV)/bin/python || $(PYTHON) -m venv $(ONMT_VENV)
 	$(PY) -c "import site; print(site.getsitepackages()[0])" \

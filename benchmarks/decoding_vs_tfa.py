@@ -12,7 +12,7 @@ every step: the end token's logit is pushed to -1e9, so no hypothesis ends (kera
 
 - keras-luong: `LuongSeq2Seq.generate` with `GreedySampler` / `BeamSearchSampler(5)` (compiled
   on JAX and with XLA on TensorFlow; eager on torch).
-- tensorflow-addons (TensorFlow 2.15 in its own venv, see benchmarks/tfa_parity.py): the same
+- tensorflow-addons (TensorFlow 2.15 in its own venv, see tests/tfa_parity/__init__.py): the same
   layers, `BasicDecoder` + `GreedyEmbeddingSampler` and `BeamSearchDecoder(beam_width=5)` over
   `AttentionWrapper(LSTMCell, LuongAttention)`, in a `tf.function` (graph) and a
   `tf.function(jit_compile=True)` (XLA), as a worker process.

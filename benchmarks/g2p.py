@@ -195,7 +195,7 @@ def main(argv=None):
     print(f"{'system':<76} {'PER %':>6} {'WER %':>6}")
     for name, per, wer in rows:
         print(f"{name:<76} {per * 100:6.2f} {wer * 100:6.2f}")
-    import published
+    from benchmarks import published
 
     for name, per, wer in published.CMUDICT:
         per = f"{per:6.2f}" if per is not None else f"{'-':>6}"

@@ -374,7 +374,7 @@ def main(argv=None):
             f"ours, beam {args.beam_width} (length penalty {alpha:g})")  # fmt: skip
         print(f"{label:<60} {row['validation']:8.2f} {row['test']:6.2f} {row['chrf']:6.2f} "
               f"{row['sacrebleu']:9.2f}")  # fmt: skip
-    import published
+    from benchmarks import published
 
     for system, direction, score, scored in published.MULTI30K:
         print(f"{system[:60]:<60} {'':>8} {score:6.2f}   ({direction}; {scored})")

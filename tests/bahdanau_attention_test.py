@@ -1,6 +1,6 @@
 """BahdanauAttention and BahdanauMonotonicAttention against float64 numpy references of
 tensorflow-addons' equations (tensorflow-addons itself, in its own virtual environment:
-benchmarks/tfa_bahdanau_parity.py)."""
+tests/tfa_parity_test.py)."""
 
 import keras
 import numpy as np

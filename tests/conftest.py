@@ -1,4 +1,5 @@
 import gc
+import os
 import pathlib
 
 import keras
@@ -40,11 +41,25 @@ def _fresh_keras_state():
 SERIAL = pathlib.Path(__file__).parent / "serial"
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption(
+        "--tfa-python",
+        default=os.environ.get("TFA_PYTHON"),
+        help="the interpreter of a tensorflow-addons 0.23 environment: runs the tests marked "
+        "tfa_venv (tests/tfa_parity_test.py; `make tfa-parity`)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
     """The tests in tests/serial run alone (`make test` runs that folder after the xdist
     workers): they are marked `serial`, and a `serial` mark elsewhere is refused, since the
-    serial run collects that folder alone."""
+    serial run collects that folder alone. The tests marked `tfa_venv` run when
+    `--tfa-python` names tensorflow-addons' environment."""
+    tfa_python = config.getoption("--tfa-python")
+    skip_tfa = pytest.mark.skip(reason="compares with tensorflow-addons: opt in with --tfa-python")
     for item in items:
+        if item.get_closest_marker("tfa_venv") and not tfa_python:
+            item.add_marker(skip_tfa)
         if SERIAL in item.path.parents:
             item.add_marker(pytest.mark.serial)
         elif item.get_closest_marker("serial"):

@@ -1,5 +1,5 @@
 """`sequence_loss` and `SequenceLoss` against a float64 numpy reference of tensorflow-addons'
-rules (tensorflow-addons itself: benchmarks/tfa_sequence_loss_parity.py)."""
+rules (tensorflow-addons itself: tests/tfa_parity_test.py)."""
 
 import itertools
 

@@ -1,6 +1,6 @@
 """`keras_luong.tfa.seq2seq` on every backend, by value against NumPy written from
 tensorflow-addons' equations (its own tests, vendored in tests/tfa_seq2seq/, run on TensorFlow;
-`benchmarks/tfa_adapter_parity.py` compares with tensorflow-addons itself)."""
+`tests/tfa_parity_test.py` compares with tensorflow-addons itself)."""
 
 import keras
 import numpy as np

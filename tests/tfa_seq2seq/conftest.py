@@ -57,7 +57,7 @@ BAHDANAU_KEYS = (
 KERAS_2_DRAWS = (
     "its expected values come from weights drawn by Keras 2's glorot_uniform(seed=1337); Keras "
     "3 draws other numbers for the same seed (the values are checked against "
-    "tensorflow-addons itself, given the same weights, by benchmarks/tfa_adapter_parity.py)"
+    "tensorflow-addons itself, given the same weights, by tests/tfa_parity_test.py)"
 )
 # The vendored tests that do not pass, each with its reason. They are marked strict xfail: one
 # that starts passing fails the run, so this table stays true.

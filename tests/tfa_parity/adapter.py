@@ -2,8 +2,7 @@
 changed to `keras_luong.tfa`? The same function runs on both sides, against tensorflow-addons
 itself, not its equations.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_adapter_parity \
-        [--tfa-python .venv-tfa/bin/python]
+    make tfa-parity  # tests/tfa_parity_test.py, on every backend, with .venv-tfa
 
 `tutorial(tfa, keras)` is the decoder of tensorflow-addons' NMT tutorial: an attention
 mechanism (Luong's, then Bahdanau's normalised) over two sources of lengths 7 and 4, an
@@ -15,15 +14,13 @@ the ids `(batch, time, beam)` and the scores). The tensorflow-addons side (Tenso
 tensorflow-addons 0.23, Keras 2: its own venv, see ../shared/bench/README.md; not a dependency
 of this project) runs it with `import tensorflow_addons as tfa` and saves its weights and
 results; this side runs it with `import keras_luong.tfa as tfa`, gives it the same weights under
-tensorflow-addons' names, and prints the largest differences: the logits and scores at float32
-round-off, the ids equal.
+tensorflow-addons' names; the test checks the logits and scores at float32 round-off and the
+ids equal.
 """
 
 import sys
 
 import numpy as np
-
-from benchmarks.tfa_parity import run_both_sides
 
 BATCH, SOURCE, TARGET, EMBED, UNITS, VOCAB = 2, 7, 5, 8, 16, 30
 LENGTHS = np.array([7, 4], "int32")
@@ -148,38 +145,5 @@ def tensorflow_addons_side(path):
     np.savez(path, **arrays)
 
 
-def main():
-    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
-    if saved is None:
-        return
-    import keras
-
-    import keras_luong.tfa as tfa
-
-    failed = []
-    for mechanism in MECHANISMS:
-        theirs = {k.split("/", 1)[1]: v for k, v in saved.items() if k.startswith(mechanism)}
-        weights = dict(theirs)
-        for key in ("lstm", "attention_layer", "projection"):
-            count = sum(k.startswith(f"{key}.") for k in theirs)
-            weights[key] = [theirs[f"{key}.{i}"] for i in range(count)]
-        ours, _, _ = tutorial(
-            tfa, keras, keras.ops.convert_to_tensor, keras.ops.convert_to_numpy, mechanism, weights
-        )
-        for key in ("logits", *(f"beam_scores_{p}" for p in LENGTH_PENALTIES)):
-            difference = float(np.max(np.abs(ours[key] - theirs[key])))
-            print(f"{mechanism:9s} {key:16s} {ours[key].shape}: max |difference| {difference:.2e}")
-            if difference > 1e-4:
-                failed.append(f"{mechanism} {key}")
-        for key in ("greedy_ids", *(f"beam_ids_{p}" for p in LENGTH_PENALTIES)):
-            same = ours[key].shape == theirs[key].shape and bool(np.all(ours[key] == theirs[key]))
-            print(f"{mechanism:9s} {key:16s} {ours[key].shape}: {'equal' if same else 'DIFFER'}")
-            if not same:
-                failed.append(f"{mechanism} {key}")
-    print(f"keras-luong.tfa on {keras.backend.backend()} vs tensorflow-addons 0.23")
-    if failed:
-        sys.exit(f"differ from tensorflow-addons: {', '.join(failed)}")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # in the tensorflow-addons venv: the arrays to sys.argv[1]
+    tensorflow_addons_side(sys.argv[1])

@@ -1,29 +1,28 @@
 """Do `BahdanauAttention` and `BahdanauMonotonicAttention` give tensorflow-addons' values, its
 weights moved over one for one? Checked against tensorflow-addons itself.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_bahdanau_parity \
-        [--tfa-python .venv-tfa/bin/python]
+    make tfa-parity  # tests/tfa_parity_test.py, on every backend, with .venv-tfa
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23: its own venv, see
-benchmarks/tfa_parity.py; not a dependency of this project) runs in a subprocess:
+tests/tfa_parity/decoder.py; not a dependency of this project) runs in a subprocess:
 - `BahdanauAttention(12, normalize=...)` in an `AttentionWrapper(attention_layer_size=16)`
-  decoder run by teacher forcing (benchmarks/tfa_parity.py's decoder), both `normalize`
+  decoder run by teacher forcing (tests/tfa_parity/decoder.py's decoder), both `normalize`
   settings, with a gain and offset of their own when normalised; it saves the logits;
 - `BahdanauMonotonicAttention(12, normalize=..., mode=...)` queried step by step from its
   initial alignments over two sources of lengths 9 and 5, each mode; it saves the alignments.
 This side builds the same layers, assigns the weights (`memory_layer` as `key_kernel`,
 `query_layer` as `query_kernel`, `attention_v` as `score_kernel`, `attention_g` as
 `score_gain`, `attention_b` as `score_offset`, `attention_score_bias` as `score_bias`) and
-prints the largest differences.
+compares the values.
 """
 
 import sys
 
 import numpy as np
 
-from benchmarks.tfa_monotonic_parity import MODES
-from benchmarks.tfa_monotonic_parity import inputs as monotonic_inputs
-from benchmarks.tfa_parity import keras_luong_decoder, run_both_sides, tfa_decoder
+from tests.tfa_parity.decoder import tfa_decoder
+from tests.tfa_parity.monotonic import MODES
+from tests.tfa_parity.monotonic import inputs as monotonic_inputs
 
 SCORE_UNITS = 12
 SOURCE_LENGTHS = [9, 5]  # the monotonic sources
@@ -100,62 +99,5 @@ def assign(attention, saved, prefix):
         attention.score_offset.assign(saved[f"{prefix}/attention_b"])
 
 
-def main():
-    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
-    if saved is None:
-        return
-    import keras
-
-    from keras_luong import BahdanauAttention, BahdanauMonotonicAttention
-
-    backend = keras.backend.backend()
-    worst = 0.0
-    for normalize in (False, True):
-        name = f"normalize_{normalize}"
-        arrays = {  # the decoder's: "normalize_.../logits", not ".../parallel/alignments"
-            k.split("/")[1]: v
-            for k, v in saved.items()
-            if k.startswith(f"{name}/") and k.count("/") == 1
-        }
-        attention = BahdanauAttention(
-            SCORE_UNITS,
-            normalize=normalize,
-            attentional_units=16,
-            attentional_activation=None,
-        )
-        logits = keras_luong_decoder(
-            attention, arrays, lambda a=attention, n=name: assign(a, saved, n)
-        )
-        difference = float(np.max(np.abs(logits - arrays["logits"])))
-        worst = max(worst, difference)
-        print(
-            f"keras-luong ({backend}) vs tensorflow-addons 0.23, BahdanauAttention("
-            f"normalize={normalize}) in a decoder, logits {logits.shape}: "
-            f"max |difference| {difference:.2e}"
-        )
-        memory, queries = monotonic_inputs()
-        source_mask = np.arange(memory.shape[1]) < np.array(SOURCE_LENGTHS)[:, None]
-        for mode in MODES:
-            prefix = f"{name}/{mode}"
-            attention = BahdanauMonotonicAttention(SCORE_UNITS, normalize=normalize, mode=mode)
-            attention.build(queries.shape, memory.shape)
-            assign(attention, saved, prefix)
-            attention.score_bias.assign(SCORE_BIAS)
-            _, ours = attention(
-                queries, memory, value_mask=source_mask, return_attention_scores=True
-            )
-            ours = keras.ops.convert_to_numpy(ours)
-            difference = float(np.max(np.abs(ours - saved[f"{prefix}/alignments"])))
-            worst = max(worst, difference)
-            print(
-                f"keras-luong ({backend}) vs tensorflow-addons 0.23, BahdanauMonotonicAttention"
-                f'(normalize={normalize}, mode="{mode}"), alignments {ours.shape}: '
-                f"max |difference| {difference:.2e} (sums up to "
-                f"{float(saved[f'{prefix}/alignments'].sum(-1).max()):.2f})"
-            )
-    if worst > 1e-5:
-        sys.exit(f"the values differ by {worst:.2e}")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # in the tensorflow-addons venv: the arrays to sys.argv[1]
+    tensorflow_addons_side(sys.argv[1])

@@ -1,7 +1,7 @@
 """Does a tensorflow-addons decoder's weights, moved over as docs/migrating.md says, give the
 same logits in keras-luong? Checked against tensorflow-addons itself, not its equations.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_parity [--tfa-python .venv-tfa/bin/python]
+    make tfa-parity  # tests/tfa_parity_test.py, on every backend, with .venv-tfa
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23, Keras 2: its own venv, see
 ../shared/bench/README.md; not a dependency of this project) runs in a subprocess: a random
@@ -11,14 +11,10 @@ forcing over 5 steps; it saves its weights and logits. This side builds
 `LuongDecoder(LSTMCell, GlobalAttention("general", attentional_activation=None))` + `Dense`,
 moves the weights over (the LSTM's kernels and the output layer unchanged, `memory_layer` as
 `key_kernel`, the attention layer's two row blocks swapped into `attentional_kernel`) and
-prints the largest difference of the logits, which must be at float32 round-off.
+compares the logits, which must agree at float32 round-off.
 """
 
-import argparse
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -120,47 +116,5 @@ def keras_luong_decoder(attention, saved, assign_attention):
     return keras.ops.convert_to_numpy(run())
 
 
-def run_both_sides(module, description, tensorflow_addons_side):
-    """The command line of a parity script: in the tensorflow-addons venv (`--tfa-side PATH`)
-    run `tensorflow_addons_side(PATH)`; here, run `python -m module` there in a subprocess (from
-    the repository's root) and return the arrays it saved (None when this process is the
-    tensorflow-addons side)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument(
-        "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
-    )
-    parser.add_argument("--tfa-side", help=argparse.SUPPRESS)  # the subprocess' output path
-    args = parser.parse_args()
-    if args.tfa_side:
-        tensorflow_addons_side(args.tfa_side)
-        return None
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "tfa.npz")
-        subprocess.run(
-            [args.tfa_python, "-m", module, "--tfa-side", path],
-            check=True,
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        )
-        return dict(np.load(path))
-
-
-def main():
-    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
-    if saved is None:
-        return
-    logits = keras_luong_side(saved)
-    difference = float(np.max(np.abs(logits - saved["logits"])))
-    scale = float(np.max(np.abs(saved["logits"])))
-    import keras
-
-    print(
-        f"keras-luong ({keras.backend.backend()}) vs tensorflow-addons 0.23, logits "
-        f"{logits.shape}: max |difference| {difference:.2e} (logits up to {scale:.2f})"
-    )
-    if difference > 1e-4:
-        sys.exit(f"the logits differ by {difference:.2e}: the weights did not move over")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # in the tensorflow-addons venv: the arrays to sys.argv[1]
+    tensorflow_addons_side(sys.argv[1])

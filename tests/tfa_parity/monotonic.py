@@ -1,24 +1,21 @@
 """Does `MonotonicAttention` give tensorflow-addons' `LuongMonotonicAttention` alignments, its
 weights moved over? Checked against tensorflow-addons itself, in each of its three modes.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.tfa_monotonic_parity \
-        [--tfa-python .venv-tfa/bin/python]
+    make tfa-parity  # tests/tfa_parity_test.py, on every backend, with .venv-tfa
 
 The tensorflow-addons side (TensorFlow 2.15, tensorflow-addons 0.23: its own venv, see
-benchmarks/tfa_parity.py; not a dependency of this project) runs in a subprocess: a
+tests/tfa_parity/decoder.py; not a dependency of this project) runs in a subprocess: a
 `LuongMonotonicAttention(scale=True)` over two sources of lengths 9 and 5 (so the memory mask
 matters), with a random scale `g` and score bias `r`, queried step by step from its initial
 alignments for 6 steps; it saves its weights and every step's alignments. This side builds
 `MonotonicAttention(score_mode="general", use_scale=True, mode=...)`, assigns the same
 `memory_layer` kernel (as `key_kernel`), `g` and `r`, attends with the 6 queries at once, and
-prints the largest difference of the alignments.
+compares the alignments.
 """
 
 import sys
 
 import numpy as np
-
-from benchmarks.tfa_parity import run_both_sides
 
 BATCH, SOURCE, STEPS, UNITS = 2, 9, 6, 16
 SOURCE_LENGTHS = [9, 5]
@@ -78,26 +75,5 @@ def keras_luong_side(saved, mode):
     return keras.ops.convert_to_numpy(alignments)
 
 
-def main():
-    saved = run_both_sides(__spec__.name, __doc__.split("\n\n")[0], tensorflow_addons_side)
-    if saved is None:
-        return
-    import keras
-
-    worst = 0.0
-    for mode in MODES:
-        ours = keras_luong_side(saved, mode)
-        theirs = saved[f"{mode}_alignments"]
-        difference = float(np.max(np.abs(ours - theirs)))
-        worst = max(worst, difference)
-        print(
-            f"keras-luong ({keras.backend.backend()}) vs tensorflow-addons 0.23, "
-            f'mode="{mode}", alignments {ours.shape}: max |difference| {difference:.2e} '
-            f"(weights up to {float(theirs.max()):.2f})"
-        )
-    if worst > 1e-5:
-        sys.exit(f"the alignments differ by {worst:.2e}")
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # in the tensorflow-addons venv: the arrays to sys.argv[1]
+    tensorflow_addons_side(sys.argv[1])
