@@ -11,8 +11,8 @@ import argparse
 import sys
 
 
-def main(argv=None):
-    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+def build_parser():
+    """The command line's arguments (also the source of its page in the guide)."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_luong.evaluate",
         description="Score translations against references with sacreBLEU: corpus BLEU, its "
@@ -34,6 +34,12 @@ def main(argv=None):
         "tokenized already (then BLEU is multi-bleu.perl's), intl, ...",
     )
     parser.add_argument("--lowercase", action="store_true", help="lowercase both sides first")
+    return parser
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     from keras_luong.data.parallel_text import read_lines

@@ -11,8 +11,8 @@ import argparse
 import sys
 
 
-def main(argv=None):
-    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+def build_parser():
+    """The command line's arguments (also the source of its page in the guide)."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_luong.prepare",
         description="Prepare a parallel corpus once on disk: train a subword vocabulary on a "
@@ -41,6 +41,12 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, help="SentencePiece threads (default: all CPUs)")
     parser.add_argument("--overwrite", action="store_true", help="replace a prepared corpus")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     from keras_luong.data.prepared import prepare_corpus

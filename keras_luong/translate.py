@@ -13,8 +13,8 @@ import os
 import sys
 
 
-def main(argv=None):
-    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+def build_parser():
+    """The command line's arguments (also the source of its page in the guide)."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_luong.translate",
         description="Translate one sentence a line with a saved keras-luong model (a .keras "
@@ -135,6 +135,12 @@ def main(argv=None):
     )
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     for name in ("beam", "batch_size", "max_length", "n_best"):
         value = getattr(args, name)

@@ -195,3 +195,32 @@ def test_charts_script_draws_every_figure(tmp_path):
     for name, draw in charts.CHARTS.items():
         draw(tmp_path / name)
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_command_line_page_lists_every_option_of_the_four_commands():
+    """docs/_ext/command_lines.py writes each command's options from its parser into the
+    page when the site is built: every option of the four parsers is there, with its default."""
+    spec = importlib.util.spec_from_file_location(
+        "command_lines", ROOT / "docs" / "_ext" / "command_lines.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = (ROOT / "docs" / "guide" / "command_lines.md").read_text(encoding="utf-8")
+    commands = hook.MARKER.findall(page)
+    assert commands == [f"keras_luong.{c}" for c in ("prepare", "train", "translate", "evaluate")]
+    rendered = hook.on_page_markdown(page)
+    assert "<!-- options" not in rendered
+    for command in commands:
+        parser = importlib.import_module(command).build_parser()
+        options = [o for a in parser._actions for o in a.option_strings]
+        options = [o for o in options if o not in ("-h", "--help")]
+        assert len(options) > 3
+        section = rendered[rendered.index(f"## {command.split('.')[1]}") :]
+        for option in options:
+            assert f"| `{option}`" in section, (command, option)
+    # Rows checked by hand: a default, a pair of values, choices, a required option.
+    assert "| `--beam` `BEAM` | `1` | beam size; 1 (the default) decodes greedily |" in rendered
+    assert "| `--max-length-ratio` `A` `B` | `1.5 10` |" in rendered
+    assert "| `--attention-timing` `{luong,bahdanau}` | `luong` |" in rendered
+    assert "| `--references` `REFERENCES` | required |" in rendered
+    assert "docs/_ext/command_lines.py" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
