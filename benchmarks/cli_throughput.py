@@ -66,7 +66,6 @@ def main():
             seconds.append(time.perf_counter() - start)
             with open(output, encoding="utf-8") as f:
                 same = f.read().splitlines() == translations
-
             rows.append(
                 {
                     "decoding": name,
@@ -80,11 +79,8 @@ def main():
     print(f"backend {keras.backend.backend()}, {len(texts)} sentences of test2016")
     print(f"{'decoding':<8} {'first s':>8} {'second s':>9} {'command s':>10} {'ratio':>6}  same")
     for row in rows:
-        first, second, cli = (
-            row["python first call s"],
-            row["python second call s"],
-            row["command line s"],
-        )
+        first, second = row["python first call s"], row["python second call s"]
+        cli = row["command line s"]
         print(
             f"{row['decoding']:<8} {first:8.1f} {second:9.1f} {cli:10.1f} "
             f"{cli / first:6.2f}  {row['same translations']}"

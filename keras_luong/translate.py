@@ -205,13 +205,13 @@ def main(argv=None):
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
     with output if output is not sys.stdout else contextlib.nullcontext():
-        if not (args.alignments or args.token_scores):
-            translations = (translations,)
-        returned = iter(translations)
-        translations = next(returned)
-        none = [None] * len(translations)
-        alignments = next(returned) if args.alignments else none
-        token_scores = next(returned) if args.token_scores else none
+        alignments = token_scores = [None] * len(texts)
+        if args.alignments and args.token_scores:
+            translations, alignments, token_scores = translations
+        elif args.alignments:
+            translations, alignments = translations
+        elif args.token_scores:
+            translations, token_scores = translations
         output.writelines(output_lines(args, translations, alignments, token_scores))
     return 0
 
@@ -226,13 +226,15 @@ def output_lines(args, translations, alignments, token_scores):
     def dumps(record):
         return json.dumps(record, ensure_ascii=False)
 
-    for translation, alignment, scored in zip(translations, alignments, token_scores, strict=True):
+    for translation, alignment, token_score in zip(
+        translations, alignments, token_scores, strict=True
+    ):
         if args.n_best == 1:
-            best, aligned, scored = [(translation, None)], [alignment], [scored]
+            best, aligned, scored = [(translation, None)], [alignment], [token_score]
         else:
             best = translation[: args.n_best]
             aligned = alignment[: args.n_best] if args.alignments else [None] * len(best)
-            scored = scored[: args.n_best] if args.token_scores else [None] * len(best)
+            scored = token_score[: args.n_best] if args.token_scores else [None] * len(best)
         records = []
         for (text, score), found, tokens in zip(best, aligned, scored, strict=True):
             record = {"translation": text}

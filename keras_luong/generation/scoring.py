@@ -86,9 +86,9 @@ def generated_token_scores(model, source, ids, vocabulary):
     end token or its length bound) generated from `source` `(B, S)`: a list per row, a list
     of lists with beams."""
     flat = np.reshape(ids, (-1, ids.shape[-1]))
-    repeated = np.repeat(source, len(flat) // max(1, len(source)), axis=0)
+    repeated = np.repeat(source, len(flat) // len(source), axis=0)
     out = with_end_token(flat, model.end_token)  # one column more: the end of a cut row
-    scores = teacher_forced_scores(model, repeated, out) if len(flat) else out
+    scores = teacher_forced_scores(model, repeated, out)
     found = []
     for hypothesis, token_scores in zip(flat, scores, strict=True):
         kept = vocabulary._kept_positions(hypothesis)  # the positions `decode` writes
