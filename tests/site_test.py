@@ -223,4 +223,5 @@ def test_the_command_line_page_lists_every_option_of_the_four_commands():
     assert "| `--max-length-ratio` `A` `B` | `1.5 10` |" in rendered
     assert "| `--attention-timing` `{luong,bahdanau}` | `luong` |" in rendered
     assert "| `--references` `REFERENCES` | required |" in rendered
+    assert "as 'score&lt;TAB&gt;translation'" in rendered  # not read as an HTML tag
     assert "docs/_ext/command_lines.py" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")

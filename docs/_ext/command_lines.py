@@ -40,8 +40,9 @@ def options_table(module_name):
 
 
 def cell(text):
-    """`text` in a table cell: its pipes escaped, so that `a|b` stays one cell."""
-    return text.replace("|", "\\|")
+    """`text` in a table cell: its pipes escaped, so that `a|b` stays one cell, and its angle
+    brackets, so that `score<TAB>translation` is not read as a tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def on_page_markdown(markdown, **kwargs):
