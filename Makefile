@@ -111,9 +111,11 @@ endef
 export STRIP_STDERR
 
 # The notebooks executed at full size (not the CI's quick mode), their outputs saved in place
-# for GitHub and the docs site (about an hour on 2 CPU cores; not part of CI).
+# for GitHub and the docs site (about an hour on 2 CPU cores; not part of CI). NOTEBOOKS: the
+# ones to run (default: all).
+NOTEBOOKS ?= examples/*.ipynb
 notebooks: install
-	set -e; for notebook in examples/*.ipynb; do \
+	set -e; for notebook in $(NOTEBOOKS); do \
 		echo "=== $$notebook"; \
 		KERAS_LUONG_QUICK=0 KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(VENV)/bin/jupyter nbconvert \
 			--to notebook --execute --inplace --ExecutePreprocessor.timeout=-1 $$notebook; \

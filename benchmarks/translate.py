@@ -5,14 +5,15 @@
     python -m benchmarks.translate --minutes 10 --alignment local-p --no-input-feeding
 
 Trains one joint BPE vocabulary on both sides of the training text (the official lowercased,
-tokenized files), trains on length-bucketed batches, translates the validation set greedily
-after every epoch (BLEU logged as `val_bleu`), keeps the best epoch's weights, halves the
-learning rate when the validation loss stops falling, and stops when another epoch would overrun
-`--minutes`. Then it picks beam search's length penalty on the validation set and prints
-validation and test2016 BLEU (tokenized, lowercased text: the published table's) for greedy
-and beam search, chrF, sacreBLEU on the raw text, minutes and training tokens/s, beside the
-published rows. Its last two lines are `test2016 greedy BLEU <x>` and
-`test2016 beam BLEU <y>`. The model (with its vocabularies inside) and results.json go to
+tokenized files), trains the recipe's model (`keras_luong.models.recipe`) on length-bucketed
+batches, translates the validation set greedily after every epoch (BLEU logged as `val_bleu`),
+keeps the best epoch's weights, halves the learning rate when the validation loss stops
+falling, and stops when another epoch would overrun `--minutes`. Then it picks beam search's
+length penalty on the validation set and prints validation and test2016 BLEU (tokenized,
+lowercased text: the published table's) for greedy and beam search, chrF, sacreBLEU on the raw
+text, minutes and training tokens/s, beside the published rows. Its last two lines are
+`test2016 greedy BLEU <x>` and `test2016 beam BLEU <y>`. The model (with its vocabularies
+inside) and results.json go to
 `--output-dir`.
 """
 
@@ -39,7 +40,9 @@ def parse_args(argv=None):
         choices=["global", "local-m", "local-p", "hard-monotonic"],
     )
     parser.add_argument("--score-mode", default="general", choices=["dot", "general", "concat"])
-    parser.add_argument("--window", type=int, default=10, help="local window half-width D")
+    parser.add_argument(
+        "--window", type=int, help="local window half-width D (default: the recipe's)"
+    )
     parser.add_argument("--no-input-feeding", dest="input_feeding", action="store_false")
     parser.add_argument("--vocabulary-size", type=int, default=6000, help="joint BPE units")
     parser.add_argument("--subword-model", default="bpe", choices=["bpe", "unigram"])
@@ -49,7 +52,9 @@ def parse_args(argv=None):
     parser.add_argument("--dropout", type=float, default=0.3)
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--learning-rate", type=float, default=2e-3)
-    parser.add_argument("--clipnorm", type=float, default=5.0)
+    parser.add_argument(
+        "--clip-norm", type=float, default=5.0, help="the gradient's global norm is clipped here"
+    )
     parser.add_argument("--tokens-per-batch", type=int, default=2048)
     parser.add_argument(
         "--no-bucketing",
@@ -184,11 +189,13 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     import keras
 
-    from keras_luong import BeamSearchSampler, LuongSeq2Seq, SubwordVocabulary
+    from keras_luong import BeamSearchSampler, SubwordVocabulary
     from keras_luong.data.batching import BucketedBatches
     from keras_luong.datasets import multi30k
     from keras_luong.evaluation import bleu_signature, corpus_bleu, corpus_chrf
+    from keras_luong.models.recipe import recipe_model
     from keras_luong.training.callbacks import BleuCallback
+    from keras_luong.training.sigma_schedule import SigmaSchedule
 
     keras.utils.set_random_seed(args.seed)
     started = time.perf_counter()
@@ -234,37 +241,44 @@ def main(argv=None):
             f"feeding), {args.units} units, embeddings {args.embedding_dim}"
         )
     else:
-        model = LuongSeq2Seq(
+        model = recipe_model(
             len(subwords),
             len(subwords),
+            model_arguments={
+                "input_feeding": args.input_feeding,
+                "decoder_layers": args.layers,
+                **({} if args.window is None else {"window": args.window}),
+            },
             units=args.units,
             embedding_dim=args.embedding_dim,
             alignment=args.alignment,
             score_mode=args.score_mode,
-            window=args.window,
-            input_feeding=args.input_feeding,
-            decoder_layers=args.layers,
             dropout=args.dropout,
+            learning_rate=args.learning_rate,
+            clip_norm=args.clip_norm,
+            label_smoothing=args.label_smoothing,
         )
         model.set_vocabularies(subwords, subwords)
         recipe = (
             f"{args.alignment}/{args.score_mode}"
-            + (f" D={args.window}" if args.alignment in ("local-m", "local-p") else "")
+            + (f" D={args.window}" if args.window else "")
             + f", input feeding {'on' if args.input_feeding else 'off'}, biLSTM encoder, "
             f"{args.layers}x{args.units} decoder, embeddings {args.embedding_dim}"
         )
     recipe += (
         f", dropout {args.dropout}, label smoothing {args.label_smoothing}, Adam "
-        f"{args.learning_rate} (halved when validation loss stalls), clipnorm {args.clipnorm}, "
+        f"{args.learning_rate} (halved when validation loss stalls), global clip norm "
+        f"{args.clip_norm}, "
         f"{args.tokens_per_batch if args.bucketing else 'no'} tokens a batch"
         f"{'' if args.bucketing else ' (64 pairs, unbucketed)'}, joint "
         f"{args.subword_model.upper()} {args.vocabulary_size}"
     )
     print(recipe, flush=True)
-    model.compile(
-        optimizer=keras.optimizers.Adam(args.learning_rate, clipnorm=args.clipnorm),
-        loss=smoothed_loss(args.label_smoothing),
-    )
+    if args.model == "keras-native":  # the recipe's model is compiled by the recipe
+        model.compile(
+            optimizer=keras.optimizers.Adam(args.learning_rate, global_clipnorm=args.clip_norm),
+            loss=smoothed_loss(args.label_smoothing),
+        )
 
     validation_en, validation_de = data["validation"]
     test_en, test_de = data["test2016"]
@@ -320,7 +334,9 @@ def main(argv=None):
         train,
         validation_data=validation_batches,
         epochs=args.epochs,
-        callbacks=[clock, bleu, Selection(), schedule],
+        # local-p's Gaussian narrowed from wide over the first epochs, as the recipe trains it
+        callbacks=[clock, bleu, Selection(), schedule]
+        + ([SigmaSchedule(epochs=3)] if args.alignment == "local-p" else []),
         verbose=1 if sys.stdout.isatty() else 2,
     )
     minutes = clock.seconds / 60

@@ -496,8 +496,9 @@ def test_train_refuses_bad_input_with_exit_status_2(prepared, tmp_path, capsys):
 
 def test_one_translation_recipe_for_train_the_benchmarks_and_the_page():
     """`keras_luong.models.recipe` is the recipe: `train`'s options default to `RECIPE`, the
-    benchmarks' models are `recipe_model`'s (config and compiled settings), and the
-    translation page's code writes the same numbers."""
+    benchmarks' models are `recipe_model`'s (config and compiled settings), `make translate`'s
+    options default to `RECIPE`, a variant given `model_arguments` is compiled by the recipe,
+    and the own-corpus guide's code writes the same numbers."""
     import re
 
     from keras_luong.models.recipe import RECIPE, recipe_model
@@ -517,9 +518,20 @@ def test_one_translation_recipe_for_train_the_benchmarks_and_the_page():
             config, expected_config = ours.get_config(), theirs.get_config()
             config.pop("name", None), expected_config.pop("name", None)  # numbered by Keras
             assert config == expected_config
-    with open(os.path.join(ROOT, "docs", "translation.md"), encoding="utf-8") as f:
+    from benchmarks import translate as multi30k_run
+
+    run = vars(multi30k_run.parse_args([]))  # `make translate`: the recipe at its defaults
+    assert {name: run[name] for name in RECIPE if name in run} == {
+        name: RECIPE[name] for name in RECIPE if name in run
+    } and {"units", "dropout", "clip_norm", "learning_rate"} <= set(run)
+    variant = recipe_model(40, 40, model_arguments={"input_feeding": False})
+    assert variant.get_config()["input_feeding"] is False
+    assert variant.optimizer.get_config() | {"name": None} == expected.optimizer.get_config() | {
+        "name": None
+    }
+    with open(os.path.join(ROOT, "docs", "guide", "own_corpus.md"), encoding="utf-8") as f:
         page = f.read()
-    recipe = page[page.index("## Using it on your own corpus") :]
+    recipe = page[page.index("## The recipe in Python") :]
     code = recipe[recipe.index("```python") : recipe.index("```", recipe.index("```python") + 3)]
     for written in (
         f"units={RECIPE['units']}",

@@ -61,7 +61,7 @@ PAGES = {
 
 def saved_members():
     """Four small models of one subword vocabulary saved as `member{seed}.keras` (and two
-    epochs' weights of the first), as the translation page's ensemble code reads them."""
+    epochs' weights of the first), as the own-corpus guide's ensemble code reads them."""
     from keras_luong import LuongSeq2Seq, SubwordVocabulary
 
     subwords = SubwordVocabulary.train(ENGLISH * 4 + GERMAN * 4, vocabulary_size=60)
@@ -89,7 +89,7 @@ RECIPES = {
     "guide/deployment.md": {
         "shrink": [("max_length=10", "max_length=4"), ("num_beams=4", "num_beams=2")],
     },
-    "translation.md": {
+    "guide/own_corpus.md": {
         "setup": saved_members,
         "files": {
             "train.fr.gz": ENGLISH * 4,

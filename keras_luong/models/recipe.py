@@ -1,4 +1,4 @@
-"""The translation recipe (the translation page's "Using it on your own corpus"), written
+"""The translation recipe (the guide "Train a translator on your own corpus"), written
 once: the default model and how it is compiled. `python -m keras_luong.train` takes its
 defaults from `RECIPE`, the benchmarks build their models with `recipe_model`, and a test
 holds the page's code to the same numbers. Keras is imported only when a model is built, so
@@ -26,9 +26,17 @@ RECIPE = {
 NARROWED_LOCAL_P = {"window": 40, "attention_arguments": {"initial_sigma": 40.0, "sigma": 5.0}}
 
 
-def recipe_model(source_vocabulary_size, target_vocabulary_size, jit_compile="auto", **settings):
+def recipe_model(
+    source_vocabulary_size,
+    target_vocabulary_size,
+    jit_compile="auto",
+    model_arguments=None,
+    **settings,
+):
     """`LuongSeq2Seq` built and compiled by the recipe, `settings` replacing any of `RECIPE`'s
-    (`alignment="local-p"` gets `NARROWED_LOCAL_P` too)."""
+    (`alignment="local-p"` gets `NARROWED_LOCAL_P` too). `model_arguments`: further
+    `LuongSeq2Seq` arguments outside the recipe (a variant such as `input_feeding=False` or
+    `decoder_layers=2`), given over the recipe's."""
     import keras
 
     from keras_luong.models.seq2seq import LuongSeq2Seq
@@ -41,17 +49,20 @@ def recipe_model(source_vocabulary_size, target_vocabulary_size, jit_compile="au
             f"{sorted(RECIPE)}. Received: {settings!r}"
         )
     s = {**RECIPE, **settings}
+    arguments = {
+        **(NARROWED_LOCAL_P if s["alignment"] == "local-p" else {}),
+        "units": s["units"],
+        "embedding_dim": s["embedding_dim"],
+        "alignment": s["alignment"],
+        "score_mode": s["score_mode"],
+        "attention_timing": s["attention_timing"],
+        "dropout": s["dropout"],
+        "initializer": keras.initializers.RandomUniform(-s["init_scale"], s["init_scale"]),
+    }
     model = LuongSeq2Seq(
         source_vocabulary_size,
         target_vocabulary_size,
-        **(NARROWED_LOCAL_P if s["alignment"] == "local-p" else {}),
-        units=s["units"],
-        embedding_dim=s["embedding_dim"],
-        alignment=s["alignment"],
-        score_mode=s["score_mode"],
-        attention_timing=s["attention_timing"],
-        dropout=s["dropout"],
-        initializer=keras.initializers.RandomUniform(-s["init_scale"], s["init_scale"]),
+        **{**arguments, **(model_arguments or {})},
     )
     model.compile(
         keras.optimizers.Adam(s["learning_rate"], global_clipnorm=s["clip_norm"]),
