@@ -225,3 +225,25 @@ def test_the_command_line_page_lists_every_option_of_the_four_commands():
     assert "| `--references` `REFERENCES` | required |" in rendered
     assert "as 'score&lt;TAB&gt;translation'" in rendered  # not read as an HTML tag
     assert "docs/_ext/command_lines.py" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_one_matrix_of_export_formats_and_the_backends_that_write_them():
+    """The deployment page's matrix is the one that says which backend writes which format; it
+    agrees with what `export_generator` accepts, and the pages that mention formats link to it
+    rather than stating their own."""
+    from keras_luong.generation.export_formats import EXPORT_FORMATS
+
+    names = {"TensorFlow": "tensorflow", "JAX": "jax", "PyTorch": "torch"}
+    page = (ROOT / "docs" / "guide" / "deployment.md").read_text(encoding="utf-8")
+    matrix = page[page.index("## Which backend writes which format") :]
+    rows = {}
+    for line in matrix.splitlines()[4:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].split("`")[1].strip('"')] = {names[n] for n in cells[1].split(", ")}
+    assert rows == {name: set(backends) for name, backends in EXPORT_FORMATS.items()}
+    for path in ("README.md", "docs/install.md", "docs/guide/backends.md", "docs/index.md"):
+        text = (ROOT / path).read_text(encoding="utf-8")
+        link = "deployment/" if path == "README.md" else "deployment.md"  # the site's address
+        assert f"{link}#which-backend-writes-which-format" in text, path
