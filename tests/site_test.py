@@ -157,6 +157,9 @@ def test_built_site_is_clean(tmp_path):
         for page in pages
         if (found := faults(page.read_text()))
     }
+    # The contributing page is for working on the package: it may say what CI and the tests do.
+    contributing = problems.pop("contributing/index.html", [])
+    assert all(fault.startswith("process text") for fault in contributing), contributing
     assert not problems, problems
 
 
