@@ -250,3 +250,69 @@ def test_one_matrix_of_export_formats_and_the_backends_that_write_them():
         text = (ROOT / path).read_text(encoding="utf-8")
         link = "deployment/" if path == "README.md" else "deployment.md"  # the site's address
         assert f"{link}#which-backend-writes-which-format" in text, path
+
+
+def load_hook(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / f"{name}.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+# The statements whose every figure comes from a results file: (page, where the statement
+# starts, where it ends, the results file).
+RESULTS_STATEMENTS = [
+    ("index.md", "**Translation, Multi30k", "- **Grapheme", "multi30k"),
+    (
+        "translation.md",
+        "## The recipe's model and the published rows",
+        "`make translate",
+        "multi30k",
+    ),
+]
+
+
+def test_the_figures_a_page_quotes_come_from_one_results_file():
+    """docs/_ext/figures.py fills `{{ name.key }}` from docs/results/name.json: every page's
+    placeholders name a figure a results file holds, the Multi30k statements state no figure
+    that the results file does not hold, and the file holds what the notebook's saved run
+    printed (benchmarks/notebook_figures.py reads it again here)."""
+    import json
+
+    from benchmarks import notebook_figures
+
+    hook = load_hook("figures")
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        rendered = hook.on_page_markdown(path.read_text(encoding="utf-8"))
+        assert "{{" not in rendered and "<!-- results rows" not in rendered, path
+    with pytest.raises(ValueError, match="no 'nothing'"):
+        hook.on_page_markdown("{{ multi30k.nothing }}")
+    for page, start, end, name in RESULTS_STATEMENTS:
+        record = json.loads((ROOT / "docs" / "results" / f"{name}.json").read_text())
+        held = {v for section in hook.SECTIONS for v in record[section].values()}
+        held |= {value for row in record["rows"] for value in row.values()}
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        raw = text[text.index(start) : text.index(end, text.index(start))]
+        assert f"{{{{ {name}." in raw, page  # the statement quotes the file
+        section = hook.on_page_markdown(raw)
+        for number in re.findall(r"(?<![\w.])\d[\d,]*\.\d+", section):
+            assert number in held, f"{page} states {number}, which {name}.json does not hold"
+    # The results file holds what the saved notebook printed.
+    found, rows = notebook_figures.figures(
+        notebook_figures.saved_outputs(notebook_figures.NOTEBOOK)
+    )
+    record = json.loads((ROOT / "docs" / "results" / "multi30k.json").read_text())
+    assert record["figures"] == found and record["rows"] == rows
+    assert record["published"] == notebook_figures.PUBLISHED
+    # A hand-made run's outputs give the figures by hand.
+    text = (
+        "Epoch 1: val_bleu 6.00\n287/287 - 178s - 620ms/step - val_attention_diagonal: 0.8493"
+        " - val_bleu: 5.9977 - lr: 0.002\n287/287 - 139s - x - val_attention_diagonal: 0.7843"
+        " - val_bleu: 21.3134 - lr: 0.002\n1000 test sentences, BLEU: greedy 35.74, beam 37.28"
+    )
+    found, rows = notebook_figures.figures(text)
+    assert [row["val_bleu"] for row in rows] == ["6.00", "21.31"]
+    assert found["best_epoch"] == "2" and found["minutes"] == f"{(178 + 139) / 60:.1f}"
+    assert found["below_lium"] == "1.72" and found["test_sentences"] == "1,000"
+    with pytest.raises(ValueError, match="epoch lines"):
+        notebook_figures.figures("no run here")
