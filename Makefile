@@ -168,7 +168,7 @@ translate: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.translate \
 		$(if $(DATA),--data $(DATA)) $(TRANSLATE_ARGS)
 
-# docs/translation.md's variant table: six variants at one equal budget of minutes each
+# Six variants of the translation recipe at one equal budget of minutes each
 # (TRANSLATE_VARIANT_ARGS), then the table of their results (not part of CI).
 TRANSLATE_VARIANT_ARGS ?= --minutes 15 --length-penalties 1.0
 TRANSLATE_VARIANTS := global-general=--score-mode=general \
