@@ -170,6 +170,13 @@ def load_charts():
     return charts
 
 
+def load_hook(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / f"{name}.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
 def test_charts_read_the_pages_tables():
     """The figures are drawn from the pages' own tables: the parser reads the numbers the
     page shows, and the script draws every figure the pages embed."""
@@ -203,11 +210,7 @@ def test_charts_script_draws_every_figure(tmp_path):
 def test_the_command_line_page_lists_every_option_of_the_four_commands():
     """docs/_ext/command_lines.py writes each command's options from its parser into the
     page when the site is built: every option of the four parsers is there, with its default."""
-    spec = importlib.util.spec_from_file_location(
-        "command_lines", ROOT / "docs" / "_ext" / "command_lines.py"
-    )
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
+    hook = load_hook("command_lines")
     page = (ROOT / "docs" / "guide" / "command_lines.md").read_text(encoding="utf-8")
     commands = hook.MARKER.findall(page)
     assert commands == [f"keras_luong.{c}" for c in ("prepare", "train", "translate", "evaluate")]
@@ -250,13 +253,6 @@ def test_one_matrix_of_export_formats_and_the_backends_that_write_them():
         text = (ROOT / path).read_text(encoding="utf-8")
         link = "deployment/" if path == "README.md" else "deployment.md"  # the site's address
         assert f"{link}#which-backend-writes-which-format" in text, path
-
-
-def load_hook(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / f"{name}.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
 
 
 # The statements whose every figure comes from a results file: (page, where the statement
