@@ -14,6 +14,7 @@ The encoder contract, which the built-in recurrent encoder meets and a user's en
   tensors `(B, d_l)`: `[h]` (GRU) or `[h, c]` (LSTM), both directions concatenated.
 """
 
+import warnings
 import weakref
 
 import keras
@@ -22,9 +23,15 @@ from keras import ops
 from keras_luong.backend.loops import take_along_rows
 from keras_luong.backend.masked_lstm import run_encoder
 from keras_luong.checks import check_integer, check_one_of, check_rate
-from keras_luong.models.initializers import initializer_arguments, recurrent_arguments
+from keras_luong.models.initializers import (
+    dense_arguments,
+    initializer_arguments,
+    recurrent_arguments,
+)
 
 CELLS = ("lstm", "gru")
+# Keras' warning for a `mask=` given to a layer without `supports_masking` (a regex).
+MASK_WARNING = r"Layer '.*' \(of type .*\) was passed an input with a mask attached"
 BRIDGES = ("learned", "zeros", "copy")
 
 # Each `Bidirectional` wrapper's template layer, kept alive as long as the wrapper. The wrapper
@@ -284,6 +291,33 @@ def check_bridge(bridge, encoder_cell, encoder_layers, decoder_cell, decoder_lay
             f"decoder_cell={decoder_cell!r}"
         )
     return bridge
+
+
+def call_encoder(encoder, embedded, mask, training=None):
+    """`(sequence, sequence_mask, final_states)` of `encoder` under the encoder contract,
+    `sequence_mask` being `mask` where the encoder returns none."""
+    # A copy: the embedding's Keras mask stays behind (the mask is an argument). Keras warns
+    # that a layer without `supports_masking` given a `mask=` "destroys" it; the contract
+    # hands the encoder its mask and takes back the one it returns.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", MASK_WARNING, UserWarning)
+        sequence, sequence_mask, final_states = encoder(
+            ops.copy(embedded), mask=mask, training=training
+        )
+    return sequence, mask if sequence_mask is None else sequence_mask, final_states
+
+
+def bridge_layers(kinds, units, dtype, initializer=None):
+    """The `"learned"` bridge's `Dense(units, "tanh")` layers `(bridge_h, bridge_c)`, each
+    `None` where the decoder has no state of that kind (`kinds`, from `state_kinds`)."""
+    return tuple(
+        keras.layers.Dense(
+            units, "tanh", dtype=dtype, name=f"bridge_{kind}", **dense_arguments(initializer)
+        )
+        if kind in kinds
+        else None
+        for kind in ("h", "c")
+    )
 
 
 def bridge_states(bridge, final_states, kinds, sizes, dense, batch_like):

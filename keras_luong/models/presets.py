@@ -26,14 +26,35 @@ PAPER = {
 }
 
 
-def paper_arguments(**overrides):
-    """The arguments of `LuongSeq2Seq` as the paper built it (`PAPER`, and its uniform
-    ±0.1 initializer), `overrides` replacing any of them: see `LuongSeq2Seq.paper`."""
-    return {
-        **PAPER,
-        "initializer": keras.initializers.RandomUniform(-0.1, 0.1),
-        **overrides,
-    }
+class PaperPreset:
+    """Gives a model class `paper()`, the model of section 4.1 (`PAPER`)."""
+
+    @classmethod
+    def paper(cls, source_vocabulary_size=50000, target_vocabulary_size=50000, **overrides):
+        """The model of Luong, Pham and Manning (2015, section 4.1): 4 stacked LSTM layers of
+        1000 cells in the encoder and the decoder, 1000-dimensional embeddings, the source
+        reversed, every weight uniform in ±0.1, the decoder started from the encoder's final
+        states layer for layer (`bridge="copy"`). The attention is their best single model's
+        (`alignment="local-p"`, the general score, input feeding, dropout 0.2);
+        Table 1's other attentional rows are `alignment="global", score_mode="location"`
+        (with `max_source_length`), `input_feeding=False` and `dropout=0.0`. `overrides`
+        replace any argument (for example `units=` for a smaller run).
+
+        Train it as they did: `keras.optimizers.SGD(HalvingSchedule(steps_per_epoch,
+        halve_after=5), global_clipnorm=5.0)` for 10 epochs (12 epochs and `halve_after=8`
+        with dropout), batches of 128 pairs, sentences over 50 words dropped. (`dropout` here
+        applies to the embeddings, to `h̃` and between the stacked layers of the encoder and
+        of the decoder, as the paper's did; between the decoder's layers it is Keras' cell
+        dropout, one mask per sequence where the paper drew one per step.)
+
+        Args:
+            source_vocabulary_size: Source ids. Defaults to 50000 (the paper's 50K words).
+            target_vocabulary_size: Target ids. Defaults to 50000.
+            **overrides: Any argument of `LuongSeq2Seq`, replacing the paper's.
+        """
+        initializer = keras.initializers.RandomUniform(-0.1, 0.1)
+        arguments = {**PAPER, "initializer": initializer, **overrides}
+        return cls(source_vocabulary_size, target_vocabulary_size, **arguments)
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")

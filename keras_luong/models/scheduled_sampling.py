@@ -31,6 +31,22 @@ def check_arguments(scheduled_sampling, sampling_probability):
     return sampling_probability
 
 
+def sampling_state(model, scheduled_sampling, sampling_probability):
+    """`(sampling_probability, sampling_seed)` of `model`: with `scheduled_sampling`, a
+    non-trainable variable that `ScheduledSampling` sets and the seed of the draws; without,
+    the float and `None`."""
+    if scheduled_sampling is None:
+        return sampling_probability, None
+    variable = model.add_weight(
+        shape=(),
+        initializer=keras.initializers.Constant(sampling_probability),
+        trainable=False,
+        dtype="float32",
+        name="sampling_probability",
+    )
+    return variable, keras.random.SeedGenerator(0, name="sampling_seed")
+
+
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 
 

@@ -1,6 +1,3 @@
-import inspect
-import warnings
-
 import keras
 from keras import ops
 
@@ -13,7 +10,6 @@ from keras_luong.attention import (
     monotonic_attention,  # noqa: F401
 )
 from keras_luong.attention.alignments import make_attention
-from keras_luong.attention.names import current_config
 from keras_luong.backend.loops import step_call
 from keras_luong.checks import (
     TokenIdChecks,
@@ -22,31 +18,31 @@ from keras_luong.checks import (
 )
 from keras_luong.data.token_ids import known_ids
 from keras_luong.data.vocabulary_assets import VocabularyAssetsMixin
-from keras_luong.decoders.timings import check_timing, make_decoder
+from keras_luong.decoders.timings import make_decoder
 from keras_luong.generation.generator import sequence_logits, step_logits
 from keras_luong.generation.mixin import GenerationMixin
 from keras_luong.models import scheduled_sampling as scheduled
-from keras_luong.models.arguments import check_arguments
-from keras_luong.models.initializers import dense_arguments, initializer_arguments
+from keras_luong.models.arguments import arguments_from_config, check_arguments, stored_config
+from keras_luong.models.initializers import initializer_arguments
 from keras_luong.models.parts import (
     MaskCarrier,
     RecurrentEncoder,
+    bridge_layers,
     bridge_states,
+    call_encoder,
     decoder_cells,
     embedding,
     reverse_tokens,
     state_kinds,
     unreverse,
 )
-from keras_luong.models.presets import paper_arguments
+from keras_luong.models.presets import PaperPreset
 from keras_luong.training.losses import ReplicaTokenWeighting
-
-# Keras' warning for a `mask=` given to a layer without `supports_masking` (a regex).
-MASK_WARNING = r"Layer '.*' \(of type .*\) was passed an input with a mask attached"
 
 
 @keras.saving.register_keras_serializable(package="keras_luong")
 class LuongSeq2Seq(
+    PaperPreset,
     TokenIdChecks,
     ReplicaTokenWeighting,
     GenerationMixin,
@@ -110,11 +106,9 @@ class LuongSeq2Seq(
         sampling_probability: The starting probability of feeding the model's prediction;
             kept in a variable that `ScheduledSampling` sets. Defaults to 0.
         output_initializer: Initializer of the output layer's kernel (`W_s`, the `logits`
-            layer). Defaults to uniform in ±0.1 (`keras.initializers.RandomUniform(-0.1, 0.1)`,
-            the paper's and OpenNMT-py's), not Keras' Glorot: Glorot scales by the fan-out,
-            and over a vocabulary of thousands it starts `W_s` so small (±0.027 for 256 units
-            and 8,000 ids) that training sits for epochs near a unigram model, its attention
-            fixed on one source position, before it learns to translate, or never does.
+            layer). Defaults to uniform in ±0.1 (the paper's and OpenNMT-py's), not Keras'
+            Glorot, which over a vocabulary of thousands starts `W_s` so small that training
+            can sit for epochs near a unigram model before it learns to translate.
         initializer: Optional initializer of every weight (embeddings, LSTM kernels,
             recurrent kernels and biases, bridge, attention, output layer), as the paper and
             OpenNMT-py start all of them uniform in ±0.1 (`RandomUniform(-0.1, 0.1)`).
@@ -126,13 +120,12 @@ class LuongSeq2Seq(
             LSTM, and projects the maxout deep output of `[s_t; c_t; y_{t-1}]` (`units` wide).
             Every alignment and score works with either; `input_feeding` and
             `output_attention` are Luong's and keep their defaults with `"bahdanau"`.
-        encoder: Optional encoder layer of your own, in place of the built-in recurrent one:
-            called as `encoder(embedded, mask=source_mask, training=training)`, it returns
-            `(sequence, sequence_mask, final_states)` (the encoder contract of
-            `keras_luong.models.parts`; `final_states` one list `[h]` or `[h, c]` per layer).
-            `bidirectional`, `encoder_layers` and `encoder_cell` are then its own business.
-            Without it the model builds a `RecurrentEncoder` from those three; either way
-            the layer is `model.source_encoder`.
+        encoder: Optional encoder layer of your own, in place of the built-in
+            `RecurrentEncoder`: called as `encoder(embedded, mask=source_mask,
+            training=training)`, it returns `(sequence, sequence_mask, final_states)` (the
+            encoder contract of `keras_luong.models.parts`). `bidirectional`,
+            `encoder_layers` and `encoder_cell` are then its own business. Either way the
+            layer is `model.source_encoder`.
         encoder_layers: Stacked recurrent layers in the built-in encoder (each bidirectional
             when `bidirectional`; `dropout` between them). Defaults to 1.
         encoder_cell: `"lstm"` (the default) or `"gru"`.
@@ -216,9 +209,7 @@ class LuongSeq2Seq(
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_timing(attention_timing, input_feeding, output_attention)
-        sampling_probability = scheduled.check_arguments(scheduled_sampling, sampling_probability)
-        check_arguments(**locals())
+        sampling_probability = check_arguments(**locals())
         self.source_vocabulary_size = source_vocabulary_size
         self.target_vocabulary_size = target_vocabulary_size
         self.units = units
@@ -252,17 +243,9 @@ class LuongSeq2Seq(
         if output_initializer is None:
             output_initializer = init or keras.initializers.RandomUniform(-0.1, 0.1)
         self.output_initializer = keras.initializers.get(output_initializer)
-        if scheduled_sampling is not None:
-            self.sampling_probability = self.add_weight(
-                shape=(),
-                initializer=keras.initializers.Constant(sampling_probability),
-                trainable=False,
-                dtype="float32",
-                name="sampling_probability",
-            )
-            self.sampling_seed = keras.random.SeedGenerator(0, name="sampling_seed")
-        else:
-            self.sampling_probability = sampling_probability
+        self.sampling_probability, self.sampling_seed = scheduled.sampling_state(
+            self, scheduled_sampling, sampling_probability
+        )
         dtype = self.dtype_policy
 
         self.source_embedding = embedding(
@@ -281,12 +264,7 @@ class LuongSeq2Seq(
         # initial weights in stays that of earlier releases.
         self.state_kinds = state_kinds(decoder_cell, decoder_layers)
         if bridge == "learned":
-            self.bridge_h, self.bridge_c = (
-                keras.layers.Dense(units, "tanh", dtype=dtype, name=name, **dense_arguments(init))
-                if kind in self.state_kinds
-                else None
-                for kind, name in (("h", "bridge_h"), ("c", "bridge_c"))
-            )
+            self.bridge_h, self.bridge_c = bridge_layers(self.state_kinds, units, dtype, init)
         if share_embeddings:
             self.target_embedding = self.source_embedding
         else:
@@ -297,18 +275,12 @@ class LuongSeq2Seq(
         attention = alignment
         if isinstance(alignment, str):
             attention = make_attention(
-                alignment,
-                units=units,
-                score_mode=score_mode,
-                window=window,
-                max_source_length=max_source_length,
-                attentional_units=units if attention_timing == "luong" else None,
-                dropout=attention_dropout,
-                dtype=dtype,
-                name="attention",
-                **initializer_arguments(init, "kernel_initializer"),
+                alignment, units=units, score_mode=score_mode, window=window,
+                max_source_length=max_source_length, dropout=attention_dropout,
+                attentional_units=units if attention_timing == "luong" else None, dtype=dtype,
+                name="attention", **initializer_arguments(init, "kernel_initializer"),
                 **(self.attention_arguments or {}),
-            )
+            )  # fmt: skip
         self.decoder_cell = decoder_cell if isinstance(decoder_cell, str) else None
         cell = decoder_cells(decoder_cell, units, decoder_layers, dtype, init, dropout)
         self.decoder = make_decoder(
@@ -341,31 +313,6 @@ class LuongSeq2Seq(
         """The built-in encoder's recurrent layers above its first (see `encoder`)."""
         return [] if self.user_encoder else list(self.source_encoder.recurrent_layers[1:])
 
-    @classmethod
-    def paper(cls, source_vocabulary_size=50000, target_vocabulary_size=50000, **overrides):
-        """The model of Luong, Pham and Manning (2015, section 4.1): 4 stacked LSTM layers of
-        1000 cells in the encoder and the decoder, 1000-dimensional embeddings, the source
-        reversed, every weight uniform in ±0.1, the decoder started from the encoder's final
-        states layer for layer (`bridge="copy"`). The attention is their best single model's
-        (`alignment="local-p"`, the general score, input feeding, dropout 0.2);
-        Table 1's other attentional rows are `alignment="global", score_mode="location"`
-        (with `max_source_length`), `input_feeding=False` and `dropout=0.0`. `overrides`
-        replace any argument (for example `units=` for a smaller run).
-
-        Train it as they did: `keras.optimizers.SGD(HalvingSchedule(steps_per_epoch,
-        halve_after=5), global_clipnorm=5.0)` for 10 epochs (12 epochs and `halve_after=8`
-        with dropout), batches of 128 pairs, sentences over 50 words dropped. (`dropout` here
-        applies to the embeddings, to `h̃` and between the stacked layers of the encoder and
-        of the decoder, as the paper's did; between the decoder's layers it is Keras' cell
-        dropout, one mask per sequence where the paper drew one per step.)
-
-        Args:
-            source_vocabulary_size: Source ids. Defaults to 50000 (the paper's 50K words).
-            target_vocabulary_size: Target ids. Defaults to 50000.
-            **overrides: Any argument of `LuongSeq2Seq`, replacing the paper's.
-        """
-        return cls(source_vocabulary_size, target_vocabulary_size, **paper_arguments(**overrides))
-
     def encode(self, source, training=None):
         """`(value, value_mask, decoder_cell_states)` for source ids `(B, S)`: the encoder
         states, their mask and the bridged initial states of the decoder's cell. With
@@ -376,15 +323,9 @@ class LuongSeq2Seq(
             source = reverse_tokens(source)
         source_mask = ops.not_equal(source, 0)
         embedded = self.dropout_layer(self.source_embedding(source), training=training)
-        # A copy: the embedding's Keras mask stays behind (the mask is an argument). Keras
-        # warns that a layer without `supports_masking` given a `mask=` "destroys" it; the
-        # contract hands the encoder its mask and takes back the one it returns.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", MASK_WARNING, UserWarning)
-            value, value_mask, final_states = self.source_encoder(
-                ops.copy(embedded), mask=source_mask, training=training
-            )
-        value_mask = source_mask if value_mask is None else value_mask
+        value, value_mask, final_states = call_encoder(
+            self.source_encoder, embedded, source_mask, training
+        )
         dense = {"h": getattr(self, "bridge_h", None), "c": getattr(self, "bridge_c", None)}
         states = bridge_states(
             self.bridge, final_states, self.state_kinds, self.decoder.cell.cell_state_size,
@@ -425,16 +366,9 @@ class LuongSeq2Seq(
         return logits
 
     def next_token_logits(
-        self,
-        token,
-        states,
-        memory,
-        step,
-        return_attention_scores=False,
-        logits_bias=None,
-        training=None,
-        dropout_masks=None,
-    ):
+        self, token, states, memory, step, return_attention_scores=False, logits_bias=None,
+        training=None, dropout_masks=None,
+    ):  # fmt: skip
         """One decoding step from the previous token: `(logits, h̃, new_states)` (and the
         step's attention weights `(batch_size, S)` if asked for); `memory` is
         `self.decoder.prepare(value, value_mask)`, prepared once per source. `logits_bias`
@@ -446,52 +380,16 @@ class LuongSeq2Seq(
         if dropout_masks is not None:
             embedded = embedded * dropout_masks[0]
         attentional, states, *weights = self.decoder.step(
-            embedded,
-            states,
-            memory,
-            step=step,
-            training=training,
+            embedded, states, memory, step=step, training=training,
             return_attention_scores=return_attention_scores,
-        )
+        )  # fmt: skip
         features = attentional if dropout_masks is None else attentional * dropout_masks[1]
         logits = step_logits(self.projection, features, logits_bias)
         return (logits, attentional, states, *weights)
 
     def get_config(self):
-        config = super().get_config()
-        config.update({name: getattr(self, name) for name in _CONFIG})
-        if self.alignment is None:  # a layer given as the alignment: the decoder's
-            config["alignment"] = keras.saving.serialize_keras_object(self.decoder.cell.attention)
-        probability = self.sampling_probability
-        if not isinstance(probability, float):  # the variable ScheduledSampling sets
-            probability = float(ops.convert_to_numpy(probability))
-        config["sampling_probability"] = probability
-        for name in ("output_initializer", "initializer"):
-            config[name] = keras.initializers.serialize(getattr(self, name))
-        # Parts given as objects travel as their configs; names as names.
-        config["encoder"] = (
-            keras.saving.serialize_keras_object(self.encoder) if self.user_encoder else None
-        )
-        config["decoder_cell"] = self.decoder_cell or keras.saving.serialize_keras_object(
-            self.decoder.cell.cell
-        )
-        return config
+        return stored_config(self, super().get_config(), LuongSeq2Seq.__init__)
 
     @classmethod
     def from_config(cls, config):
-        config = current_config(config)  # the spellings of files from keras-luong 0.3
-        for name in ("alignment", "encoder", "decoder_cell"):  # parts given as objects
-            if isinstance(config.get(name), dict):
-                config[name] = keras.saving.deserialize_keras_object(config[name])
-        return cls(**config)
-
-
-# Every constructor argument, stored under its own name, but those `get_config` writes itself
-# (parts given as objects, initializers, the sampling probability's variable) and the
-# pretrained embeddings (weights, saved with the model's).
-_CONFIG = tuple(
-    name
-    for name in inspect.signature(LuongSeq2Seq.__init__).parameters
-    if name not in {"self", "kwargs", "sampling_probability", "output_initializer", "initializer"}
-    and name not in {"encoder", "decoder_cell", "source_embeddings", "target_embeddings"}
-)
+        return cls(**arguments_from_config(config))
