@@ -188,7 +188,7 @@ translate-variants: install
 
 # Training tokens/s on Multi30k with and without length-bucketed batches (a few minutes).
 bucketing: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.bucketing $(if $(DATA),--data $(DATA))
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.speed bucketing $(if $(DATA),--data $(DATA))
 
 # OpenNMT-py 3.5.1 for the side-by-side benchmark, in its own .venv-onmt over the project's
 # torch 2.13.0 (OpenNMT-py asks for torch < 2.3, hence --no-deps and its other requirements

@@ -193,13 +193,18 @@ def write_results(json_path, rows, **settings):
         f.write("\n")
 
 
+# The program that runs this process as a page names it, where `python -m <module>` does not
+# (`python -m benchmarks.speed <case>` sets it).
+PROGRAM = None
+
+
 def command_line():
     """The command that runs this process, as a page quotes it: `KERAS_BACKEND=... python -m
-    benchmarks.<name> ...`."""
+    benchmarks.<name> ...` (or `python -m benchmarks.speed <case> ...`)."""
     import keras
 
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    program = ["-m", spec.name] if spec is not None else [sys.argv[0]]
+    program = PROGRAM or (["-m", spec.name] if spec is not None else [sys.argv[0]])
     return " ".join([f"KERAS_BACKEND={keras.backend.backend()}", "python", *program, *sys.argv[1:]])
 
 

@@ -6,6 +6,7 @@ runs themselves take minutes and OpenNMT-py's venv, so they stay out of the suit
 import json
 import os
 import re
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -53,25 +54,56 @@ def test_print_ratios_writes_what_it_prints_as_json(tmp_path, capsys):
 
 
 def test_every_benchmark_a_page_names_exists():
-    """Each `python -m benchmarks.<name>` and `benchmarks/<name>.py` of the pages, the README
-    and the Makefile is a module of the suite (a retired script leaves no command behind)."""
+    """Each `python -m benchmarks.<name>`, `python -m benchmarks.speed <case>` and
+    `benchmarks/<path>.py` of the pages, the README and the Makefile is a module of the suite
+    (a retired script leaves no command behind)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    texts = [os.path.join(root, name) for name in ("README.md", "Makefile")]
+    texts = [os.path.join(root, name) for name in ("README.md", "Makefile", "CONTRIBUTING.md")]
     for folder, _, files in os.walk(os.path.join(root, "docs")):
         texts += [os.path.join(folder, f) for f in files if f.endswith(".md")]
     named = {}
+    command = r"-m\s+benchmarks\.(\w+)(?:\s+(\w+))?|benchmarks/((?:speed/)?\w+)\.py"
     for text in texts:
         with open(text, encoding="utf-8") as f:
             content = f.read()
-        for name in re.findall(r"-m benchmarks\.(\w+)|benchmarks/(\w+)\.py", content):
-            named.setdefault("".join(name), os.path.relpath(text, root))
-    assert len(named) > 20
+        for name, case, path in re.findall(command, content):
+            if not path and name == "speed":  # a case, or the list of them
+                path = f"speed/{case or '__main__'}"
+            path = path or name
+            named.setdefault(path, os.path.relpath(text, root))
+    assert len(named) > 20 and sum(path.startswith("speed/") for path in named) > 20
     missing = {
-        name: where
-        for name, where in named.items()
-        if not os.path.isfile(os.path.join(root, "benchmarks", name + ".py"))
+        path: where
+        for path, where in named.items()
+        if not os.path.isfile(os.path.join(root, "benchmarks", path + ".py"))
     }
     assert not missing
+
+
+def test_speed_cases_are_listed_and_run_by_name(capsys):
+    from benchmarks import speed
+    from benchmarks.speed.__main__ import main
+
+    assert main([]) == 0
+    listed = capsys.readouterr().out.splitlines()[2:]
+    assert [line.split()[0] for line in listed] == speed.cases()
+    assert "output_layer" in speed.cases() and "__main__" not in speed.cases()
+    row = dict(line.split(maxsplit=1) for line in listed)["output_layer"]
+    assert row == "What does the output layer's matrix form buy in a training step?"
+    with pytest.raises(SystemExit, match="Unknown speed case 'output'.*output_layer"):
+        main(["output", "--rounds", "1"])
+    program = list(sys.argv)
+    try:
+        with pytest.raises(SystemExit) as exit:
+            main(["output_layer", "--help"])
+        assert exit.value.code == 0
+        assert capsys.readouterr().out.startswith("usage: python -m benchmarks.speed output_layer")
+        # The results file records the command as the case was run.
+        assert harness.command_line().split(" ", 1)[1] == (
+            "python -m benchmarks.speed output_layer --help"
+        )
+    finally:
+        sys.argv, harness.PROGRAM = program, None
 
 
 def test_rounds_reverse_the_engines_every_other_round():

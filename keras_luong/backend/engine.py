@@ -12,7 +12,7 @@ import numpy as np
 # `BucketedBatches`' threads on TensorFlow: more than one, so that Keras reads the batches
 # through its own queue and not a tf.data pipeline it autotunes, whose iterator, dropped at
 # the end of every epoch, waits for the autotuning thread's sleep (seconds; measured by
-# `benchmarks/tensorflow_epoch_stall.py`).
+# `benchmarks/speed/tensorflow_epoch_stall.py`).
 TENSORFLOW_WORKERS = 2
 
 

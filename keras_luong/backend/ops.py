@@ -45,7 +45,7 @@ def dense_rows(dense, rows):
     one matrix product gives `x @ kernel + bias` (as torch's own `Linear` does with `addmm`)
     and its weight gradient gives the bias's, where Keras' `Dense` adds the bias in a pass
     over the `(N, V)` logits and sums their gradient in another
-    (`benchmarks/output_layer.py --other separate-bias`)."""
+    (`benchmarks/speed/output_layer.py --other separate-bias`)."""
     if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
         ones = ops.ones_like(rows[:, :1])
         kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)
@@ -95,7 +95,7 @@ def write_column(prompt, index, column):
 def smoothed_crossentropy(logits, targets, label_smoothing):
     """The cross-entropy `(B, T)` of float32 `logits` `(B, T, V)` against the smoothed targets
     `(1 - ε)·one_hot + ε/V` of int32 `targets` (Keras' rule), `-Σ_v y_v log p_v`, in the form
-    each backend computes fastest forward and backward (`benchmarks/sequence_loss_speed.py`;
+    each backend computes fastest forward and backward (`benchmarks/speed/sequence_loss_speed.py`;
     the values are the same to rounding):
 
     - JAX: `logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ_v z_v`, no `(B, T, V)` tensor besides

@@ -80,7 +80,7 @@ class Seq2SeqGenerator(keras.Model):
         never = ops.logical_or(ids == 0, ids == model.start_token)
         # Added to the logits rather than a `where`: XLA fuses an add into the output
         # layer's result once, where a select was recomputed by each reader of the logits
-        # (greedy decoding 0.87x the time on JAX, benchmarks/decoding_vs_tfa.py's sizes).
+        # (greedy decoding 0.87x the time on JAX, benchmarks/speed/decoding_vs_tfa.py's sizes).
         # MASKED_SCORE + a logit is MASKED_SCORE in float32 (its spacing there is 64).
         never_bias = ops.where(never, MASKED_SCORE, 0.0)
         if self.row_bounds:  # (rows,): each source's tokens, repeated per beam
@@ -258,13 +258,13 @@ def sequence_logits(dense, sequence):
     `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
     product of a vocabulary-sized output layer into a much slower program than the matrix's;
     the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
-    (`benchmarks/output_layer.py`). Other backends run the same either way.
+    (`benchmarks/speed/output_layer.py`). Other backends run the same either way.
 
     On torch a plain float32 `Dense` adds its bias inside the product: the matrix gets a
     column of ones and the kernel the bias as its last row, so one matrix product gives
     `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
     gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
-    and sums their gradient in another (`benchmarks/output_layer.py --other separate-bias`).
+    and sums their gradient in another (`benchmarks/speed/output_layer.py --other separate-bias`).
     """
     batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
     logits = dense_rows(dense, ops.reshape(sequence, (-1, sequence.shape[-1])))

@@ -54,7 +54,7 @@ class Aligner(keras.Model):
     """A model's attention weights over a teacher-forced target, `(source, target_in)` to
     `(B, T, S)`, as one compiled function (`predict_on_batch`: jitted on JAX, XLA on
     TensorFlow): the model called eagerly took 10x greedy decoding's time on JAX (2-core
-    CPU, `benchmarks/decoding_controls.py`)."""
+    CPU, `benchmarks/speed/decoding_controls.py`)."""
 
     def __init__(self, seq2seq, **kwargs):
         super().__init__(**kwargs)

@@ -115,7 +115,7 @@ class Ensemble(GenerationMixin, keras.Model):
         With `combine="log_probabilities"` these are the members' logits weighted and summed:
         their log-softmax is the combination, as the samplers normalise it (a member's
         log-softmax differs from its logits by one number per row), so a step makes no
-        log-softmax per member (`benchmarks/ensemble_overhead.py`)."""
+        log-softmax per member (`benchmarks/speed/ensemble_overhead.py`)."""
         states = list(states)
         outputs, new_states, hidden, start = [], [], None, 0
         for member, member_memory, count in zip(

@@ -1,5 +1,5 @@
 """The C allocator's treatment of large blocks, which sets the pace of training on torch on a
-CPU (`benchmarks/torch_allocator.py`).
+CPU (`benchmarks/speed/torch_allocator.py`).
 
 glibc's `malloc` gives every block above its mmap threshold (at most 32 MiB by default) pages
 of its own, mapped when the block is allocated and unmapped when it is freed, and returns the

@@ -1,6 +1,6 @@
 """Decoding speed against tensorflow-addons 0.23: greedy and beam search, side by side.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.decoding_vs_tfa [--batch 64] \
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed decoding_vs_tfa [--batch 64] \
         [--rounds 5] [--tfa-python .venv-tfa/bin/python]
 
 The same model on both sides, at the sizes of the comparison in the issue tracker: B sources of

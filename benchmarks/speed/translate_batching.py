@@ -1,6 +1,6 @@
 """`translate` in length-sorted batches against one padded array, on the same model and texts.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.translate_batching \\
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed translate_batching \\
         --model runs/multi30k/translate.keras --data /path/to/multi30k
 
 The model is a `.keras` file with its vocabularies inside (`benchmarks/translate.py` saves

@@ -1,7 +1,7 @@
 """What the coverage penalty and n-gram blocking cost: beam search with each (and greedy with
 n-gram blocking) over the same decoding without, in one run, interleaved rounds.
 
-    KERAS_BACKEND=jax python -m benchmarks.decoding_extras [--rounds 7] [--calls 3]
+    KERAS_BACKEND=jax python -m benchmarks.speed decoding_extras [--rounds 7] [--calls 3]
 
 The sizes of the comparison with tensorflow-addons (B=64 sources of length 30, 30 steps, all
 of them run: `stop_token_ids=None`; 256 units, vocabulary 8000, beam 5), a LuongSeq2Seq with

@@ -1,7 +1,7 @@
 """Decoding speed: beam search against greedy, a second `generate` against the first, and
 `generate` on one sentence against its compiled function called directly.
 
-    KERAS_BACKEND=jax python -m benchmarks.decoding [--rounds 5] [--beams 4]
+    KERAS_BACKEND=jax python -m benchmarks.speed decoding [--rounds 5] [--beams 4]
 
 B sources of length S decoded for T steps by a LuongSeq2Seq (global/general, input feeding,
 256 units). Every decoding runs all T steps (`stop_token_ids=None`), so greedy and beam do

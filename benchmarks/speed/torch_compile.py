@@ -1,9 +1,9 @@
 """What `torch.compile` does for decoding on torch: the first call's time, and the warm time
 over the same generator run eagerly, for greedy and beam search.
 
-    KERAS_BACKEND=torch python -m benchmarks.torch_compile [--batch 1] [--rounds 5]
+    KERAS_BACKEND=torch python -m benchmarks.speed torch_compile [--batch 1] [--rounds 5]
 
-The sizes of benchmarks/decoding_vs_tfa.py (B sources of length 30, embedding 64, a biLSTM
+The sizes of benchmarks/speed/decoding_vs_tfa.py (B sources of length 30, embedding 64, a biLSTM
 encoder, an input-feeding decoder of 256 units with the general score, vocabulary 8000, 30
 steps, all of them run: `stop_token_ids=None`, beam 5). `model.generator(...)` is the
 `keras.Model` that `generate` calls; with `jit_compile = True` Keras compiles its predict

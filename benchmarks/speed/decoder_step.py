@@ -1,6 +1,6 @@
 """Train-step time of one seq2seq model built several ways, on the current backend.
 
-    KERAS_BACKEND=jax python -m benchmarks.decoder_step [--lengths 50 200] [--mask] [--no-xla]
+    KERAS_BACKEND=jax python -m benchmarks.speed decoder_step [--lengths 50 200] [--mask] [--no-xla]
 
 (a) the Keras-native recipe a user writes without this package: LSTM encoder, LSTM decoder,
     keras.layers.Attention (dot), Dense(tanh, no bias) on [c; h];
@@ -138,7 +138,7 @@ def peak_memory(args, length):
     """Peak RSS (MiB) of a fresh process that builds (c) and runs two train steps."""
     code = (
         "import sys; sys.argv = sys.argv[:1] + sys.argv[2:]; "
-        "import benchmarks.decoder_step as b; b.one_step_memory()"
+        "import benchmarks.speed.decoder_step as b; b.one_step_memory()"
     )
     flags = ["--lengths", str(length), "--units", str(args.units), "--batch", str(args.batch)]
     flags += ["--mask"] * args.mask + ["--no-xla"] * args.no_xla

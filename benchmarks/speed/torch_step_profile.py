@@ -3,7 +3,7 @@ recipe's sizes (8,000 subwords a side, units 256, embeddings 128, dropout 0.3, e
 uniform in ±0.1, Adam 2e-3 with global norm 5, `SequenceLoss(label_smoothing=0.1)`) trained
 on one batch (B=64, S=T=28 by default, with padding), profiled by torch's profiler:
 
-    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.torch_step_profile
+    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.speed torch_step_profile
 
 It prints the median time of a step, each operation's share of the profiled steps' CPU time
 (its own time, the operations it calls excluded; the `--rows` largest), and the share of the

@@ -1,6 +1,6 @@
 """Does local attention's O(D) survive inside a model? Train-step time as the source grows.
 
-    KERAS_BACKEND=jax python -m benchmarks.source_length [--sources 200 2000] [--length 50]
+    KERAS_BACKEND=jax python -m benchmarks.speed source_length [--sources 200 2000] [--length 50]
 
 Times, in interleaved rounds on the current backend (jit-compiled on JAX and TensorFlow,
 eager torch), one train step of

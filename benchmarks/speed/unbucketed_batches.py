@@ -9,7 +9,7 @@ and the target tokens a second.
 
     python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines torch --workdir side
-    KERAS_BACKEND=torch python -m benchmarks.unbucketed_batches --workdir side
+    KERAS_BACKEND=torch python -m benchmarks.speed unbucketed_batches --workdir side
 
 Run nothing else beside it. On JAX every new batch shape compiles a new train step, so
 `bucket_width=None` is not for JAX; TensorFlow (without XLA) and torch take any shape.

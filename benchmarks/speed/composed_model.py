@@ -3,7 +3,7 @@ against the same model with its encoder given as a layer of one's own (a biLSTM 
 encoder contract, with the built-in encoder's weights), timed interleaved in one process as
 `compare_checkouts.py` times two checkouts:
 
-    KERAS_BACKEND=jax python -m benchmarks.composed_model
+    KERAS_BACKEND=jax python -m benchmarks.speed composed_model
 
 Cases: a train step (B=64, S=T=30, with padding), greedy and beam-4 `generate` (20 steps).
 The ratio is composed / built-in (1.00: the same speed); the two give the same logits, which

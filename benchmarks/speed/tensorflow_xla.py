@@ -7,7 +7,7 @@ over graph (below 1: XLA faster).
 
     python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines tensorflow --workdir side
-    KERAS_BACKEND=tensorflow python -m benchmarks.tensorflow_xla --workdir side
+    KERAS_BACKEND=tensorflow python -m benchmarks.speed tensorflow_xla --workdir side
 
 Run nothing else beside it.
 """

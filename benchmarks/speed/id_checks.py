@@ -1,7 +1,7 @@
 """What the token-id checks of `fit` cost: each kind of training data's check against one
 train step and one epoch of the default model, timed in one process:
 
-    KERAS_BACKEND=jax python -m benchmarks.id_checks
+    KERAS_BACKEND=jax python -m benchmarks.speed id_checks
 
 `fit` and `evaluate` check the ids once per call, before the first step, outside the
 compiled train step (which they leave as it is): arrays whole, `BucketedBatches` by the

@@ -5,7 +5,7 @@ after `keras_luong.training.allocator.reuse_large_blocks()` (its mmap and trim t
 1 GiB, as `python -m keras_luong.train` raises them on torch), started in turn, their order
 reversed every other round:
 
-    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.torch_allocator
+    KERAS_BACKEND=torch OMP_NUM_THREADS=2 python -m benchmarks.speed torch_allocator
 
 Each worker trains two steps untimed, then times `--calls` steps and prints their median. The
 script prints each round's two medians and their ratio (raised / as it is; below 1: faster),

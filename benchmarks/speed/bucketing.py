@@ -1,7 +1,7 @@
 """Training tokens/s on Multi30k with and without length-bucketed batches, in one run.
 
     make bucketing [DATA=/path/to/multi30k]
-    KERAS_BACKEND=jax python -m benchmarks.bucketing --data /path --seconds 60
+    KERAS_BACKEND=jax python -m benchmarks.speed bucketing --data /path --seconds 60
 
 The same model (benchmarks/translate.py's recipe) and the same training pairs, fed two ways:
 `unbucketed`, 64 pairs a batch in corpus order, every batch padded to the longest pair of the

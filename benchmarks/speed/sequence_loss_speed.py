@@ -8,7 +8,7 @@ form (`logsumexp(z) - (1 - ε)·z_target - (ε/V)·Σ z`, no one-hot, but `logsu
 gradient as separate passes over the logits where the backend does not fuse them). The three
 versions are timed interleaved in one process (`harness.interleaved_medians`):
 
-    KERAS_BACKEND=jax python -m benchmarks.sequence_loss_speed
+    KERAS_BACKEND=jax python -m benchmarks.speed sequence_loss_speed
 
 The ratios are SequenceLoss / each other form (below 1: faster). The three losses are checked
 equal first.

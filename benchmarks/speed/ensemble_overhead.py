@@ -1,7 +1,7 @@
 """What decoding an `Ensemble` costs over decoding its members one after another, step for
 step: the ensemble's time over the sum of its members' times, in one run.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.ensemble_overhead
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed ensemble_overhead
 
 `--members` models of the translation page's size (`LuongSeq2Seq(8000, 8000, units=256,
 embedding_dim=128)`, one seed each) decode a batch of 64 sentences of 10-30 tokens, each
@@ -14,8 +14,8 @@ whose order alternates (medians).
 
 import argparse
 
-from benchmarks.export_latency import sources
 from benchmarks.harness import interleaved_medians
+from benchmarks.speed.export_latency import sources
 
 
 def main(argv=None):

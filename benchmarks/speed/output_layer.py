@@ -12,8 +12,8 @@ inside the product) against another form, the same weights:
 
 Both versions are timed interleaved in one process, as the harness times every comparison:
 
-    KERAS_BACKEND=jax python -m benchmarks.output_layer
-    KERAS_BACKEND=torch python -m benchmarks.output_layer --other separate-bias
+    KERAS_BACKEND=jax python -m benchmarks.speed output_layer
+    KERAS_BACKEND=torch python -m benchmarks.speed output_layer --other separate-bias
 
 The ratio is matrix / other (below 1: faster). The two models' logits and first-step losses
 are checked equal first.

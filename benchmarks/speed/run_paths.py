@@ -6,7 +6,7 @@ two ways, interleaved in one run:
   attention for all steps in one batched call;
 - `in-loop`: the input-feeding loop's path, the attention inside the loop, once a step.
 
-    KERAS_BACKEND=jax python -m benchmarks.run_paths [--rounds 5] [--length 50]
+    KERAS_BACKEND=jax python -m benchmarks.speed run_paths [--rounds 5] [--length 50]
 
 Prints ms per step (medians) and in-loop / cell-only.
 """

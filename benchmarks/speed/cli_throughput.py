@@ -2,7 +2,7 @@
 test2016 (1,000 English sentences) translated both ways by the same saved model, greedily and
 with beam 5 (length penalty 1.0), in one run:
 
-    KERAS_BACKEND=jax python -m benchmarks.cli_throughput --data ../shared/data/multi30k-en-de
+    KERAS_BACKEND=jax python -m benchmarks.speed cli_throughput --data ../shared/data/multi30k-en-de
 
 The model is the translation recipe's (8,000 subwords a side, a vocabulary trained on the
 training pairs), untrained: its outputs run to each sentence's bound (1.5 × its source tokens

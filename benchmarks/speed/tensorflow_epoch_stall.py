@@ -16,7 +16,7 @@ Two parts, in one process, one after the other:
    reading through tf.data) and with its default (two threads on TensorFlow), `--epochs`
    each; per epoch, the time from its start to its first batch and the epoch's time.
 
-    KERAS_BACKEND=tensorflow python -m benchmarks.tensorflow_epoch_stall \\
+    KERAS_BACKEND=tensorflow python -m benchmarks.speed tensorflow_epoch_stall \\
         --workdir .cache/opennmt_side_by_side --pairs 800 --epochs 4
 
 Run nothing else beside it.

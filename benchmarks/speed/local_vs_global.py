@@ -1,6 +1,6 @@
 """Forward+backward time of LocalAttention(predictive) and GlobalAttention as S grows.
 
-    KERAS_BACKEND=jax python -m benchmarks.local_vs_global [--batch 8] [--dim 128]
+    KERAS_BACKEND=jax python -m benchmarks.speed local_vs_global [--batch 8] [--dim 128]
 
 Prints, from one run on the current backend, the time of one forward+backward pass of each
 layer for S = 256 ... 16384 (T = 64, D = 10), then two ratios:

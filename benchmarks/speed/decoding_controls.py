@@ -1,7 +1,7 @@
 """What each decoding control costs: `generate`'s time with it over the same sampler's without
 it, in one run.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.decoding_controls
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed decoding_controls
 
 The model is `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (the recipe's sizes),
 its end token's bias lowered so that no row ends early: every setting decodes all `--steps`

@@ -1,6 +1,6 @@
 """What JAX's persistent compilation cache saves in the recipe's first epoch.
 
-    KERAS_BACKEND=jax python -m benchmarks.compile_cache --data ../shared/data/multi30k-en-de
+    KERAS_BACKEND=jax python -m benchmarks.speed compile_cache --data ../shared/data/multi30k-en-de
 
 `BucketedBatches` gives each length bucket one batch shape, and JAX compiles the train step
 (and the validation step) once per shape, in the first epoch. With JAX's persistent cache

@@ -3,8 +3,8 @@ artifacts' sizes, in one process: on TensorFlow the SavedModel, the ONNX file an
 file, on torch the `torch.export` program and the ONNX file written from it (LiteRT and
 torch's unrolled: `max_length` steps, sources padded to 30 tokens).
 
-    KERAS_BACKEND=tensorflow .venv/bin/python -m benchmarks.export_latency
-    KERAS_BACKEND=torch .venv/bin/python -m benchmarks.export_latency
+    KERAS_BACKEND=tensorflow .venv/bin/python -m benchmarks.speed export_latency
+    KERAS_BACKEND=torch .venv/bin/python -m benchmarks.speed export_latency
 
 `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (global general attention, input
 feeding; the translation page's model) with seeded weights (the output layer's drawn from a
