@@ -223,9 +223,9 @@ onmt-venv: install
 # Options after SIDE_BY_SIDE_ARGS override these (SIDE_BY_SIDE_ARGS="--threads 1,2").
 SIDE_BY_SIDE_ARGS ?=
 opennmt-side-by-side: onmt-venv
-	$(PY) -m benchmarks.opennmt_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.opennmt epochs $(if $(DATA),--data $(DATA)) --corpus long \
 		--engines jax,opennmt --threads 2 --epochs 3 $(SIDE_BY_SIDE_ARGS)
-	$(PY) -m benchmarks.opennmt_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.opennmt epochs $(if $(DATA),--data $(DATA)) --corpus long \
 		--train-pairs 3000 --epochs 4 --engines jax,tensorflow,torch,opennmt --threads 2 \
 		--rounds 2 $(SIDE_BY_SIDE_ARGS)
 
@@ -235,7 +235,7 @@ opennmt-side-by-side: onmt-venv
 # minutes; not part of CI).
 BUDGET_MINUTES ?= 60
 opennmt-budget: onmt-venv
-	$(PY) -m benchmarks.budget_side_by_side $(if $(DATA),--data $(DATA)) --corpus long \
+	$(PY) -m benchmarks.opennmt budget $(if $(DATA),--data $(DATA)) --corpus long \
 		--minutes $(BUDGET_MINUTES) $(SIDE_BY_SIDE_ARGS)
 
 # The GPU check's files, written on a machine with network for one without (a lent GPU

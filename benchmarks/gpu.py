@@ -347,7 +347,7 @@ def selected_cases(args):
 
 def onmt_run(args, tokens, gpu):
     """OpenNMT-py's training tokens per second on the pieces, batches of `tokens` tokens."""
-    from benchmarks.opennmt_side_by_side import ONMT_STEP
+    from benchmarks.opennmt.common import ONMT_STEP
 
     workdir = os.path.abspath(args.workdir)
     config = os.path.join(workdir, f"onmt-{tokens}.yaml")
@@ -393,10 +393,10 @@ def onmt_run(args, tokens, gpu):
 
 
 def onmt_config(workdir, tokens, units, steps, vocabulary_size, gpu, pairs):
-    """The recipe in OpenNMT-py's terms (`opennmt_side_by_side.onmt_recipe`), on one GPU if
+    """The recipe in OpenNMT-py's terms (`benchmarks.opennmt.common.onmt_recipe`), on one GPU if
     `gpu`; a bucket of all the `pairs` (its default, 262,144 examples, reads a small corpus
     over and over before the first step)."""
-    from benchmarks.opennmt_side_by_side import onmt_recipe
+    from benchmarks.opennmt.common import onmt_recipe
 
     device = "world_size: 1\ngpu_ranks: [0]\n" if gpu else ""
     return f"""\

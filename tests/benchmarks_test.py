@@ -1,6 +1,6 @@
 """The benchmarks' own arithmetic: the harness's interleaved timing and its JSON results
 (benchmarks/harness.py); the side-by-side benchmark's order of engines, how it reads
-OpenNMT-py's log and the speed ratios it prints (benchmarks/opennmt_side_by_side.py; the
+OpenNMT-py's log and the speed ratios it prints (benchmarks/opennmt/; the
 runs themselves take minutes and OpenNMT-py's venv, so they stay out of the suite)."""
 
 import json
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks import harness
-from benchmarks import opennmt_side_by_side as side
+from benchmarks.opennmt import common, epochs
 from tests.test_case import in_jax_run_only
 
 pytestmark = in_jax_run_only("the benchmarks' argument handling (no backend)")
@@ -54,9 +54,9 @@ def test_print_ratios_writes_what_it_prints_as_json(tmp_path, capsys):
 
 
 def test_every_benchmark_a_page_names_exists():
-    """Each `python -m benchmarks.<name>`, `python -m benchmarks.speed <case>` and
-    `benchmarks/<path>.py` of the pages, the README and the Makefile is a module of the suite
-    (a retired script leaves no command behind)."""
+    """Each `python -m benchmarks.<name>`, `python -m benchmarks.speed <case>` (and
+    `opennmt <comparison>`) and `benchmarks/<path>.py` of the pages, the README and the
+    Makefile is a module of the suite (a retired script leaves no command behind)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     texts = [os.path.join(root, name) for name in ("README.md", "Makefile", "CONTRIBUTING.md")]
     for folder, _, files in os.walk(os.path.join(root, "docs")):
@@ -67,8 +67,8 @@ def test_every_benchmark_a_page_names_exists():
         with open(text, encoding="utf-8") as f:
             content = f.read()
         for name, case, path in re.findall(command, content):
-            if not path and name == "speed":  # a case, or the list of them
-                path = f"speed/{case or '__main__'}"
+            if not path and name in ("speed", "opennmt"):  # a case, or the list of them
+                path = f"{name}/{case or '__main__'}"
             path = path or name
             named.setdefault(path, os.path.relpath(text, root))
     assert len(named) > 20 and sum(path.startswith("speed/") for path in named) > 20
@@ -106,8 +106,28 @@ def test_speed_cases_are_listed_and_run_by_name(capsys):
         sys.argv, harness.PROGRAM = program, None
 
 
+def test_the_opennmt_comparisons_are_one_command(capsys):
+    from benchmarks.opennmt import COMPARISONS
+    from benchmarks.opennmt.__main__ import main
+
+    assert main([]) == 0
+    usage = capsys.readouterr().out
+    assert all(f"python -m benchmarks.opennmt {name} --data" in usage for name in COMPARISONS)
+    with pytest.raises(SystemExit, match="Unknown comparison 'side'.*epochs, budget"):
+        main(["side"])
+    program = list(sys.argv)
+    try:
+        for name in COMPARISONS:
+            with pytest.raises(SystemExit) as exit:
+                main([name, "--help"])
+            assert exit.value.code == 0
+            assert capsys.readouterr().out.startswith(f"usage: python -m benchmarks.opennmt {name}")
+    finally:
+        sys.argv, harness.PROGRAM = program, None
+
+
 def test_rounds_reverse_the_engines_every_other_round():
-    order = list(side.rounds(["torch", "jax", "opennmt"], 3))
+    order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [
         (1, "torch"),
         (1, "jax"),
@@ -120,16 +140,16 @@ def test_rounds_reverse_the_engines_every_other_round():
         (3, "opennmt"),
     ]
     # Over an even number of rounds each engine runs first as often as it runs last.
-    order = list(side.rounds(["torch", "opennmt"], 4))
+    order = list(epochs.rounds(["torch", "opennmt"], 4))
     firsts = [engine for number, engine in order[::2]]
     assert firsts.count("torch") == firsts.count("opennmt") == 2
 
 
 def test_rounds_below_one_are_refused(capsys):
     with pytest.raises(SystemExit):
-        side.parse_args(["--rounds", "0"])
+        epochs.parse_args(["--rounds", "0"])
     assert "--rounds must be at least 1, received 0" in capsys.readouterr().err
-    assert side.parse_args(["--rounds", "2"]).rounds == 2
+    assert epochs.parse_args(["--rounds", "2"]).rounds == 2
 
 
 def onmt_line(step, sentences, tokens_per_second):
@@ -154,7 +174,7 @@ def test_read_onmt_log_interpolates_epochs_and_drops_start_and_validation():
             "[2026-11-30 14:48:28,910 INFO] Validation accuracy: 30.0",  # 3 epochs
         ]
     )
-    result = side.read_onmt_log(log, pairs=100, epochs=3, wall=12.5)
+    result = common.read_onmt_log(log, pairs=100, epochs=3, wall=12.5)
     assert result["parameters"] == 5222208
     assert result["vocabulary"] == 8000
     assert result["epochs_done"] == pytest.approx(3.0)
@@ -174,7 +194,7 @@ def test_read_onmt_log_stops_its_curve_where_validation_stops():
             "Validation accuracy: 50.0",  # 1 epoch
         ]
     )
-    result = side.read_onmt_log(log, pairs=100, epochs=3, wall=1.0)
+    result = common.read_onmt_log(log, pairs=100, epochs=3, wall=1.0)
     assert result["val_accuracy"] == pytest.approx([0.5])
     # One interval after the start-up's.
     assert result["tokens_per_second"] == 3000
@@ -204,12 +224,12 @@ def test_speed_ratios_pair_each_run_with_its_own_rounds_opennmt():
         run("opennmt", 2, 3, 2500),
         run("torch", 1, 1, 999),  # no OpenNMT-py run at one thread: no ratio
     ]
-    ratios = side.speed_ratios(results)
+    ratios = epochs.speed_ratios(results)
     assert list(ratios) == [("torch", 2)]
     assert ratios["torch", 2] == pytest.approx([1.1, 0.9, 1.1])
 
     args = SimpleNamespace(epochs=1, rounds=3, corpus="long", seed=0, bucket_width=None)
-    text = side.table(args, results)
+    text = epochs.table(args, results)
     assert "| keras-luong (torch) | 2 | 2 | 8,000 | 10 | 25.0% | 1,800 | - | 1.0 |" in text
     assert "at 2 threads: 1.10×, 0.90×, 1.10× (round by round; median 1.10×)" in text
 
@@ -224,16 +244,16 @@ def test_reuse_large_blocks_reaches_every_engine_and_the_heading(monkeypatch):
             monkeypatch.delenv(name)
     args = SimpleNamespace(epochs=1, rounds=1, corpus="long", seed=0, bucket_width=None)
     results = [run("torch", 2, 1, 3300), run("opennmt", 2, 1, 3000)]
-    assert "glibc's malloc as it starts in every engine" in side.table(args, results)
-    side.set_allocator(side.parse_args([]))
-    assert "MALLOC_MMAP_THRESHOLD_" not in side.thread_env("torch", 2)
+    assert "glibc's malloc as it starts in every engine" in epochs.table(args, results)
+    common.set_allocator(epochs.parse_args([]))
+    assert "MALLOC_MMAP_THRESHOLD_" not in common.thread_env("torch", 2)
 
     monkeypatch.setattr(os, "environ", dict(os.environ))  # set_allocator's changes undone
-    side.set_allocator(side.parse_args(["--reuse-large-blocks"]))
+    common.set_allocator(epochs.parse_args(["--reuse-large-blocks"]))
     for engine in ("torch", "jax", "opennmt"):
-        env = side.thread_env(engine, 2)
+        env = common.thread_env(engine, 2)
         assert env["MALLOC_MMAP_THRESHOLD_"] == env["MALLOC_TRIM_THRESHOLD_"] == str(2**30)
-    heading = side.table(args, results).splitlines()[0]
+    heading = epochs.table(args, results).splitlines()[0]
     assert heading.endswith(
         "glibc's malloc with MALLOC_MMAP_THRESHOLD_=1073741824, "
         "MALLOC_TRIM_THRESHOLD_=1073741824 in every engine:"

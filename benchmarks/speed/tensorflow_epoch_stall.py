@@ -11,13 +11,13 @@ Two parts, in one process, one after the other:
 1. tf.data alone: a generator of `--batches` elements read at `--step-seconds` each, as
    batches a train step consumes; the time to drop an epoch's iterator and make the next,
    with autotuning on and off.
-2. With `--workdir` (an `opennmt_side_by_side.py` workdir): the translation recipe's model
-   trained by `fit` on `--pairs` of its pairs, `BucketedBatches` with one worker (Keras'
-   reading through tf.data) and with its default (two threads on TensorFlow), `--epochs`
-   each; per epoch, the time from its start to its first batch and the epoch's time.
+2. With `--workdir` (a `python -m benchmarks.opennmt epochs` workdir): the translation
+   recipe's model trained by `fit` on `--pairs` of its pairs, `BucketedBatches` with one
+   worker (Keras' reading through tf.data) and with its default (two threads on TensorFlow),
+   `--epochs` each; per epoch, the time from its start to its first batch and the epoch's time.
 
     KERAS_BACKEND=tensorflow python -m benchmarks.speed tensorflow_epoch_stall \\
-        --workdir .cache/opennmt_side_by_side --pairs 800 --epochs 4
+        --workdir .cache/opennmt-epochs --pairs 800 --epochs 4
 
 Run nothing else beside it.
 """
@@ -92,7 +92,9 @@ def main():
     parser.add_argument("--batches", type=int, default=13)
     parser.add_argument("--step-seconds", type=float, default=0.8)
     parser.add_argument("--drops", type=int, default=5, help="iterators dropped in part 1")
-    parser.add_argument("--workdir", help="an opennmt_side_by_side --workdir (part 2)")
+    parser.add_argument(
+        "--workdir", help="the --workdir of python -m benchmarks.opennmt epochs (part 2)"
+    )
     parser.add_argument("--pairs", type=int, default=800)
     parser.add_argument("--epochs", type=int, default=4)
     args = parser.parse_args()

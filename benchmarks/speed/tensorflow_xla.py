@@ -5,7 +5,7 @@ side-by-side run's corpus in turn in one process (`harness.interleaved_medians`)
 every batch shape compiled first; it prints the median epoch of each and their ratio, XLA
 over graph (below 1: XLA faster).
 
-    python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
+    python -m benchmarks.opennmt epochs --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines tensorflow --workdir side
     KERAS_BACKEND=tensorflow python -m benchmarks.speed tensorflow_xla --workdir side
 
@@ -17,7 +17,9 @@ import argparse
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side --workdir")
+    parser.add_argument(
+        "--workdir", required=True, help="the --workdir of python -m benchmarks.opennmt epochs"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     import keras

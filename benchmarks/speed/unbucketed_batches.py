@@ -7,7 +7,7 @@ epochs hold the same real target tokens, so the ratio of their medians is the ra
 speeds. It prints each kind's batches, padding and real target tokens a batch, the medians,
 and the target tokens a second.
 
-    python -m benchmarks.opennmt_side_by_side --data <multi30k folder> --corpus long \\
+    python -m benchmarks.opennmt epochs --data <multi30k folder> --corpus long \\
         --train-pairs 3000 --engines torch --workdir side
     KERAS_BACKEND=torch python -m benchmarks.speed unbucketed_batches --workdir side
 
@@ -20,7 +20,9 @@ import argparse
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", required=True, help="an opennmt_side_by_side --workdir")
+    parser.add_argument(
+        "--workdir", required=True, help="the --workdir of python -m benchmarks.opennmt epochs"
+    )
     parser.add_argument("--pairs", type=int, default=None, help="the first pairs only")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

@@ -2,15 +2,15 @@
 validation BLEU per epoch, where the time goes, and test BLEU with beam search.
 
     make onmt-venv   # OpenNMT-py 3.5.1 in .venv-onmt, over the project's torch
-    python -m benchmarks.budget_side_by_side --data ../shared/data/multi30k-en-de \\
+    python -m benchmarks.opennmt budget --data ../shared/data/multi30k-en-de \\
         --corpus long --minutes 60 --output budget.md
 
 The corpus, the SentencePiece pieces, the model, OpenNMT-py's configuration (a bucket of one
 pass over the training pairs, its vocabulary padded to keras-luong's size) and the thread
-settings are those of `opennmt_side_by_side.py` (read its docstring), at `--threads` (2 by
-default) for both. Each engine trains until `--minutes` have passed on its clock, which runs
-from the start of its training loop (compiling included: keras-luong's `on_train_begin`,
-OpenNMT-py's "Start training loop" line):
+settings are those of the `epochs` comparison (read `benchmarks/opennmt/epochs.py`), at
+`--threads` (2 by default) for both. Each engine trains until `--minutes` have passed on its
+clock, which runs from the start of its training loop (compiling included: keras-luong's
+`on_train_begin`, OpenNMT-py's "Start training loop" line):
 
 - keras-luong trains the translation page's recipe as written, callbacks included
   (`AttentionCallback`, `BleuCallback` with sacreBLEU's `tokenize="none"` for the corpus' tokenized
@@ -41,11 +41,11 @@ import sys
 import time
 
 from benchmarks import harness
-from benchmarks import opennmt_side_by_side as side  # the shared data, pinning and config
+from benchmarks.opennmt import common
 
 
 def parse_args(argv=None):
-    parser = side.common_parser(__doc__, ".cache/budget_side_by_side", valid_pairs=None)
+    parser = common.common_parser(__doc__, ".cache/opennmt-budget", valid_pairs=None)
     parser.add_argument("--test-pairs", type=int, default=None, help="default: all")
     parser.add_argument("--threads", type=int, default=2, choices=[1, 2])
     parser.add_argument("--minutes", type=float, default=60.0, help="each engine's budget")
@@ -61,13 +61,13 @@ def parse_args(argv=None):
 
 
 def prepare(args):
-    """`opennmt_side_by_side`'s files, and the test split beside them."""
+    """The files of `common.prepare`, and the test split beside them."""
     from benchmarks.harness import join_pairs
     from keras_luong import SubwordVocabulary
     from keras_luong.datasets import multi30k
 
     args.valid_pairs = args.valid_pairs or 10**9
-    pairs = side.prepare(args)
+    pairs = common.prepare(args)
     sources, targets = multi30k.load_data(args.data)["test2016"]
     if args.corpus == "long":
         sources, targets = join_pairs(sources), join_pairs(targets)
@@ -115,7 +115,7 @@ def keras_worker(args):
     pad = keras.utils.pad_sequences
     watched = pad([subwords.encode(s) for s in valid_sources[:200]], padding="post")
     watched_in = pad([[1, *subwords.encode(t)] for t in valid_targets[:200]], padding="post")
-    accuracy = side.validation_accuracy(model, subwords, valid_sources, valid_targets)
+    accuracy = common.validation_accuracy(model, subwords, valid_sources, valid_targets)
 
     def wait():  # JAX runs steps asynchronously: the clock waits for the last update
         keras.ops.convert_to_numpy(model.trainable_variables[-1])
@@ -216,14 +216,14 @@ def keras_worker(args):
 
 
 def run_keras(args, engine):
-    command = [*side.pinned(args.threads), sys.executable, "-m", __spec__.name]
+    command = [*common.pinned(args.threads), sys.executable, "-m", __spec__.name]
     command += ["--worker", "keras", "--workdir", args.workdir, "--minutes", str(args.minutes)]
     command += ["--seed", str(args.seed), "--beam", str(args.beam)]
     command += ["--length-penalty", str(args.length_penalty)]
-    command += side.xla_flag(engine) + side.batching_flag(args)
+    command += common.xla_flag(engine) + common.batching_flag(args)
     command += ["--no-early-stopping"] if args.no_early_stopping else []
     return harness.worker_result(
-        command, side.thread_env(engine, args.threads), f"keras-luong on {engine}"
+        command, common.thread_env(engine, args.threads), f"keras-luong on {engine}"
     )
 
 
@@ -232,10 +232,10 @@ def run_keras(args, engine):
 
 def run_opennmt(args, pairs):
     threads, w = args.threads, os.path.abspath(args.workdir)
-    env = side.thread_env("opennmt", threads)
+    env = common.thread_env("opennmt", threads)
     env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
     vocabulary = os.path.abspath(harness.path(args, "onmt.vocab"))
-    config = side.onmt_config(args, threads, 10**7, vocabulary, bucket_size=pairs)
+    config = common.onmt_config(args, threads, 10**7, vocabulary, bucket_size=pairs)
     config = config.replace(
         "save_checkpoint_steps: 1000000",
         f"save_checkpoint_steps: {args.valid_steps}\nkeep_checkpoint: 2",
@@ -244,14 +244,14 @@ def run_opennmt(args, pairs):
     with open(config_path, "w") as f:
         f.write(config)
     onmt = [args.onmt_python, "-c"]
-    side.build_onmt_vocabulary(args, config_path, env)
+    common.build_onmt_vocabulary(args, config_path, env)
     for old in glob.glob(f"{w}/onmt-{threads}/model_step_*.pt"):
         os.remove(old)
     log_path = harness.path(args, f"budget-{threads}.log")
     with open(log_path, "w") as log:
         train = "from onmt.bin.train import main; main()"
         process = subprocess.Popen(
-            [*side.pinned(threads), *onmt, train, "-config", config_path],
+            [*common.pinned(threads), *onmt, train, "-config", config_path],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -275,7 +275,7 @@ def run_opennmt(args, pairs):
     translate = "from onmt.bin.translate import main; main()"
     started = time.perf_counter()
     subprocess.run(
-        [*side.pinned(threads), *onmt, translate, "-model", checkpoint, "-src",
+        [*common.pinned(threads), *onmt, translate, "-model", checkpoint, "-src",
          harness.path(args, "test.src"), "-output", hypotheses_path, "-beam_size", str(args.beam),
          "-length_penalty", "wu", "-alpha", str(args.length_penalty), "-batch_size", "32"],
         env=env, check=True, capture_output=True,
@@ -283,7 +283,7 @@ def run_opennmt(args, pairs):
     test_seconds = time.perf_counter() - started
     with open(hypotheses_path, encoding="utf-8") as f:
         hypotheses = ["".join(line.split()).replace("▁", " ").strip() for line in f]
-    result = side.read_onmt_log(log, pairs, 10**6, wall)
+    result = common.read_onmt_log(log, pairs, 10**6, wall)
     return {
         "parameters": result["parameters"],
         "val_accuracy": result["val_accuracy"],
@@ -365,14 +365,14 @@ def main(argv=None):
     if args.worker:
         print(json.dumps(keras_worker(args)))
         return
-    engines = side.checked_engines(args)
+    engines = common.checked_engines(args)
     pairs = prepare(args)
     results = []
     for engine in engines:
         result = run_opennmt(args, pairs) if engine == "opennmt" else run_keras(args, engine)
         print(json.dumps({"engine": engine, **result}), flush=True)
         results.append((engine, result))
-    side.write_output(args, tables(args, results))
+    common.write_output(args, tables(args, results))
 
 
 if __name__ == "__main__":
