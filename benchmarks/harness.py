@@ -9,6 +9,7 @@ imported.
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import re
@@ -206,6 +207,23 @@ def command_line():
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     program = PROGRAM or (["-m", spec.name] if spec is not None else [sys.argv[0]])
     return " ".join([f"KERAS_BACKEND={keras.backend.backend()}", "python", *program, *sys.argv[1:]])
+
+
+def run_named(package, names, argv, listing):
+    """`python -m benchmarks.<package> <name> [options]`: runs the `main()` of module
+    `benchmarks.<package>.<name>` on the options, its help and the command its results record
+    naming it so; without a name (or with `--help`) prints `listing`."""
+    global PROGRAM
+    if not argv or argv[0] in ("-h", "--help", "--list"):
+        print(listing)
+        return 0
+    name, *rest = argv
+    if name not in names:
+        raise SystemExit(f"Unknown {package} name {name!r}: expected one of {', '.join(names)}")
+    module = importlib.import_module(f"benchmarks.{package}.{name}")
+    sys.argv = [f"python -m benchmarks.{package} {name}", *rest]
+    PROGRAM = ["-m", f"benchmarks.{package}", name]
+    return module.main()
 
 
 # ----------------------------------------------------------------------------- processes

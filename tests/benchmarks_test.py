@@ -82,20 +82,23 @@ def test_every_benchmark_a_page_names_exists():
 
 def test_speed_cases_are_listed_and_run_by_name(capsys):
     from benchmarks import speed
-    from benchmarks.speed.__main__ import main
+    from benchmarks.speed.__main__ import listing
 
-    assert main([]) == 0
+    def run(*argv):
+        return harness.run_named("speed", speed.cases(), list(argv), listing())
+
+    assert run() == 0
     listed = capsys.readouterr().out.splitlines()[2:]
     assert [line.split()[0] for line in listed] == speed.cases()
     assert "output_layer" in speed.cases() and "__main__" not in speed.cases()
     row = dict(line.split(maxsplit=1) for line in listed)["output_layer"]
     assert row == "What does the output layer's matrix form buy in a training step?"
-    with pytest.raises(SystemExit, match="Unknown speed case 'output'.*output_layer"):
-        main(["output", "--rounds", "1"])
+    with pytest.raises(SystemExit, match="Unknown speed name 'output'.*output_layer"):
+        run("output", "--rounds", "1")
     program = list(sys.argv)
     try:
         with pytest.raises(SystemExit) as exit:
-            main(["output_layer", "--help"])
+            run("output_layer", "--help")
         assert exit.value.code == 0
         assert capsys.readouterr().out.startswith("usage: python -m benchmarks.speed output_layer")
         # The results file records the command as the case was run.
@@ -108,18 +111,21 @@ def test_speed_cases_are_listed_and_run_by_name(capsys):
 
 def test_the_opennmt_comparisons_are_one_command(capsys):
     from benchmarks.opennmt import COMPARISONS
-    from benchmarks.opennmt.__main__ import main
+    from benchmarks.opennmt import __doc__ as usage
 
-    assert main([]) == 0
-    usage = capsys.readouterr().out
-    assert all(f"python -m benchmarks.opennmt {name} --data" in usage for name in COMPARISONS)
-    with pytest.raises(SystemExit, match="Unknown comparison 'side'.*epochs, budget"):
-        main(["side"])
+    def run(*argv):
+        return harness.run_named("opennmt", COMPARISONS, list(argv), usage)
+
+    assert run() == 0
+    printed = capsys.readouterr().out
+    assert all(f"python -m benchmarks.opennmt {name} --data" in printed for name in COMPARISONS)
+    with pytest.raises(SystemExit, match="Unknown opennmt name 'side'.*epochs, budget"):
+        run("side")
     program = list(sys.argv)
     try:
         for name in COMPARISONS:
             with pytest.raises(SystemExit) as exit:
-                main([name, "--help"])
+                run(name, "--help")
             assert exit.value.code == 0
             assert capsys.readouterr().out.startswith(f"usage: python -m benchmarks.opennmt {name}")
     finally:
