@@ -221,8 +221,8 @@ def run_named(package, names, argv, listing):
     if name not in names:
         raise SystemExit(f"Unknown {package} name {name!r}: expected one of {', '.join(names)}")
     module = importlib.import_module(f"benchmarks.{package}.{name}")
-    sys.argv = [f"python -m benchmarks.{package} {name}", *rest]
     PROGRAM = ["-m", f"benchmarks.{package}", name]
+    sys.argv = [" ".join(["python", *PROGRAM]), *rest]  # argparse's `prog`
     return module.main()
 
 

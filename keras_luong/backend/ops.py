@@ -45,7 +45,7 @@ def dense_rows(dense, rows):
     one matrix product gives `x @ kernel + bias` (as torch's own `Linear` does with `addmm`)
     and its weight gradient gives the bias's, where Keras' `Dense` adds the bias in a pass
     over the `(N, V)` logits and sums their gradient in another
-    (`benchmarks/speed/output_layer.py --other separate-bias`)."""
+    (`python -m benchmarks.speed output_layer --other separate-bias`)."""
     if keras.backend.backend() == "torch" and plain_float32_dense(dense) and ops.is_tensor(rows):
         ones = ops.ones_like(rows[:, :1])
         kernel = ops.concatenate([dense.kernel, ops.expand_dims(dense.bias, 0)], axis=0)

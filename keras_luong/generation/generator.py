@@ -264,7 +264,8 @@ def sequence_logits(dense, sequence):
     column of ones and the kernel the bias as its last row, so one matrix product gives
     `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
     gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
-    and sums their gradient in another (`benchmarks/speed/output_layer.py --other separate-bias`).
+    and sums their gradient in another (`python -m benchmarks.speed output_layer --other
+    separate-bias`).
     """
     batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
     logits = dense_rows(dense, ops.reshape(sequence, (-1, sequence.shape[-1])))

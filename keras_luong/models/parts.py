@@ -30,9 +30,9 @@ from keras_luong.models.initializers import (
 )
 
 CELLS = ("lstm", "gru")
+BRIDGES = ("learned", "zeros", "copy")
 # Keras' warning for a `mask=` given to a layer without `supports_masking` (a regex).
 MASK_WARNING = r"Layer '.*' \(of type .*\) was passed an input with a mask attached"
-BRIDGES = ("learned", "zeros", "copy")
 
 # Each `Bidirectional` wrapper's template layer, kept alive as long as the wrapper. The wrapper
 # copies the template by serializing it, and inside `keras.saving.load_model` Keras remembers
