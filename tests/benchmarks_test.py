@@ -118,8 +118,8 @@ def test_the_opennmt_comparisons_are_one_command(capsys):
 
     assert run() == 0
     printed = capsys.readouterr().out
-    assert all(f"python -m benchmarks.opennmt {name} --data" in printed for name in COMPARISONS)
-    with pytest.raises(SystemExit, match="Unknown opennmt name 'side'.*epochs, budget"):
+    assert all(f"python -m benchmarks.opennmt {name}" in printed for name in COMPARISONS)
+    with pytest.raises(SystemExit, match="Unknown opennmt name 'side'.*epochs, budget, decode"):
         run("side")
     program = list(sys.argv)
     try:
@@ -130,6 +130,32 @@ def test_the_opennmt_comparisons_are_one_command(capsys):
             assert capsys.readouterr().out.startswith(f"usage: python -m benchmarks.opennmt {name}")
     finally:
         sys.argv, harness.PROGRAM = program, None
+
+
+def test_the_decoding_table_sets_each_first_call_beside_opennmt_pys(tmp_path):
+    """`opennmt decode`'s table and results file: each engine's first call over OpenNMT-py's
+    first `translate` (a process of its own, so its first call is the whole process)."""
+    from benchmarks.opennmt import decode
+
+    args = decode.parse_args(["--threads", "2", "--json", str(tmp_path / "decode.json")])
+    keras_result = {
+        "sentences": 500,
+        "process_to_first_seconds": 15.0,
+        "calls": [{"seconds": 9.0, "bleu": 30.123}, {"seconds": 6.0, "bleu": 30.123}],
+    }
+    onmt_result = {"sentences": 500, "calls": [{"seconds": 12.0, "bleu": 29.5}] * 2}
+    results = [("jax", keras_result), ("opennmt", onmt_result)]
+    lines = decode.table(args, results).splitlines()
+    assert "(500 sentences), beam 5, length penalty 1, 2 threads" in lines[0]
+    assert lines[-2] == "| keras-luong (jax) | 15.0 | 9.0 | 6.0 | 30.12 | 0.75 |"
+    assert lines[-1] == "| OpenNMT-py 3.5.1 | 12.0 | 12.0 | 12.0 | 29.50 | 1.00 |"
+    decode.write_json(args, results)
+    record = json.loads((tmp_path / "decode.json").read_text())
+    assert record["figures"]["jax_first"] == "9.0" and record["figures"]["jax_versus"] == "0.75"
+    assert (
+        record["figures"]["opennmt_process"] == "12.0" and record["figures"]["sentences"] == "500"
+    )
+    assert [row["engine"] for row in record["rows"]] == ["keras-luong (jax)", "OpenNMT-py 3.5.1"]
 
 
 def test_rounds_reverse_the_engines_every_other_round():

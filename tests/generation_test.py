@@ -408,6 +408,68 @@ def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
         assert got == model.translate([text], vocabulary, vocabulary, bound)[0]
 
 
+def test_translate_compiles_one_shape_for_texts_of_one_power_of_two(monkeypatch):
+    """Where the generator compiles (JAX, TensorFlow), texts of 17 to 26 tokens in batches of
+    4 reach it in one shape, (4, 32): widths rounded up to a power of two, and the short last
+    batch filled out with copies of its last text, whose outputs are dropped. Eager torch
+    decodes the batches as they are, widths rounded to multiples of 8. Either way, each
+    output is the one its text gets alone."""
+    from keras_luong.generation.generator import Seq2SeqGenerator
+
+    model = make_model()
+    vocabulary = Vocabulary(list("abcde"))
+    texts = ["abcde"[k % 5] * (17 + k) for k in range(10)]
+    shapes = []
+    call = Seq2SeqGenerator.call
+
+    def counted(self, source):
+        shapes.append(tuple(source.shape))
+        return call(self, source)
+
+    monkeypatch.setattr(Seq2SeqGenerator, "call", counted)
+    together = model.translate(texts, vocabulary, vocabulary, batch_size=4)
+    if BACKEND == "torch":
+        assert shapes == [(4, 24), (4, 24), (2, 32)]
+    else:
+        assert set(shapes) == {(4, 32)}
+    assert len(together) == len(texts)
+    for text, got in zip(texts, together, strict=True):
+        assert got == model.translate([text], vocabulary, vocabulary)[0]
+
+
+def test_batch_plan_fills_each_width_to_its_largest_batch(monkeypatch):
+    """`translate`'s plan where the generator compiles: every text once, in length order,
+    each width a power of two (at least 8) holding its batch's texts, a batch's rows its
+    width's most, the filling copies of its last text; cut at the attention's longest
+    source. Without compiling: the texts alone, widths multiples of 8."""
+    from keras_luong.generation import translation
+
+    lengths = np.random.default_rng(1).permutation(np.arange(1, 46))  # 41-45: a short batch
+    for compiled in (True, False):
+        monkeypatch.setattr(translation, "compiles_with_xla", lambda c=compiled: c)
+        plan = translation.batch_plan(lengths, 8, None, None)
+        order = np.concatenate([indices for indices, _, _ in plan])
+        assert sorted(order.tolist()) == list(range(45))
+        assert np.all(np.diff(lengths[order]) >= 0)
+        rows = {}
+        for indices, filled, width in plan:
+            longest = int(lengths[indices].max())
+            assert np.array_equal(filled[: len(indices)], indices)
+            assert np.all(filled[len(indices) :] == indices[-1])
+            if compiled:
+                assert width == max(8, 1 << (longest - 1).bit_length())
+                rows.setdefault(width, set()).add(len(filled))
+            else:
+                assert width == 8 * math.ceil(longest / 8) and len(filled) == len(indices)
+        if compiled:  # one shape a width, though 45 texts leave a short batch
+            assert all(len(counts) == 1 for counts in rows.values())
+            assert sum(len(filled) for _, filled, _ in plan) > 45
+            kept = plan
+    monkeypatch.setattr(translation, "compiles_with_xla", lambda: True)
+    cut = translation.batch_plan(lengths, 8, None, 40)
+    assert [w for _, _, w in cut] == [min(w, 40) for _, _, w in kept]
+
+
 @pytest.mark.parametrize("kind", [GreedySampler, BeamSearchSampler])
 def test_min_length_and_banned_ids_in_generate_against_a_hand_loop(model, kind):
     """`generate` with a sampler's `min_length` and `banned_token_ids`: no end token before

@@ -27,8 +27,9 @@ clock, which runs from the start of its training loop (compiling included: keras
 Both then decode the test split (the long corpus: test2016's sentences joined two by two) with
 beam `--beam` and length penalty `--length-penalty` (GNMT's, OpenNMT-py's `wu`), on the same
 threads, timed; sacreBLEU scores the detokenized pieces against the references
-(`tokenize="none"`). Run nothing else beside it: on a 2-core machine any other job is measured
-too.
+(`tokenize="none"`). keras-luong's model is saved as `budget-<backend>.keras` in the workdir,
+beside OpenNMT-py's checkpoints, for `python -m benchmarks.opennmt decode` to decode again. Run
+nothing else beside it: on a 2-core machine any other job is measured too.
 """
 
 import glob
@@ -198,6 +199,8 @@ def keras_worker(args):
         verbose=0,
     )
     minutes = (time.perf_counter() - clock.started) / 60
+    # The scored weights, for `python -m benchmarks.opennmt decode` to decode again.
+    model.save(harness.path(args, f"budget-{keras.backend.backend()}.keras"))
     test_sources = harness.read_lines(args, "test.src.txt")
     started = time.perf_counter()
     sampler = BeamSearchSampler(num_beams=args.beam, length_penalty=args.length_penalty)

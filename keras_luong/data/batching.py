@@ -315,19 +315,25 @@ class _Pairs:
         return self.sources[index], self.targets[index]
 
 
-def length_sorted_batches(lengths, batch_size, multiple=8, tokens_per_batch=None):
+def length_sorted_batches(
+    lengths, batch_size, multiple=8, tokens_per_batch=None, power_of_two=False
+):
     """Batches of at most `batch_size` indices of `lengths` with similar lengths, for
     decoding: `[(indices, padded_length), ...]`, the indices sorted by length (stable: equal
     lengths keep their order) and each batch's length rounded up to a multiple of `multiple`
-    (at least `multiple`), so that few shapes reach a compiled function. With
-    `tokens_per_batch`, a batch also ends before its rows × padded length would pass it (a
-    batch has at least one index). Every index is in exactly one batch."""
+    (at least `multiple`), so that few shapes reach a compiled function; with `power_of_two`,
+    to a power of two (at least `multiple`), fewer shapes still. With `tokens_per_batch`, a
+    batch also ends before its rows × padded length would pass it (a batch has at least one
+    index). Every index is in exactly one batch."""
     check_integer("batch_size", batch_size)
     check_integer("multiple", multiple)
     check_integer("tokens_per_batch", tokens_per_batch, allow_none=True)
     lengths = np.asarray(lengths, "int64").reshape(-1)
     order = np.argsort(lengths, kind="stable")
     padded = multiple * np.ceil(np.maximum(lengths[order], 1) / multiple).astype("int64")
+    if power_of_two:
+        padded = np.maximum(multiple, 2 ** np.ceil(np.log2(np.maximum(lengths[order], 1))))
+        padded = padded.astype("int64")
     batches, start = [], 0
     while start < len(order):
         stop = min(start + batch_size, len(order))

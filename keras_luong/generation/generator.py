@@ -62,6 +62,10 @@ class Seq2SeqGenerator(keras.Model):
         # The whole decoding loop is compiled with XLA on TensorFlow, as it always is on JAX;
         # torch stays eager (its compile takes minutes).
         self.jit_compile = compiles_with_xla()
+        # Its weights are the model's, built by `get_generator`: built, so that the first
+        # `predict_on_batch` does not run the decoding loop once more to build it (on JAX,
+        # Keras calls an unbuilt model in a stateless scope, compiling the loop twice).
+        self.built = True
 
     def call(self, inputs):
         # After the source, the prefixes if `prefixed`, then the uniform numbers of a sampler

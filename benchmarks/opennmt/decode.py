@@ -1,0 +1,208 @@
+"""Decoding the long corpus's test split with the models a `budget` run trained, keras-luong
+beside OpenNMT-py 3.5.1: the first call (compiling included) and the second apart.
+
+    make onmt-venv
+    python -m benchmarks.opennmt budget --data ../shared/data/multi30k-en-de --minutes 10
+    python -m benchmarks.opennmt decode --json docs/results/opennmt_decode.json
+
+It reads the `budget` workdir (`--workdir`, the same default): keras-luong's saved model
+(`budget-<backend>.keras`) and OpenNMT-py's last checkpoint at `--threads`, the test split's
+pieces and references. Each engine decodes in processes of its own, on the same threads, with
+beam `--beam` and length penalty `--length-penalty` (GNMT's; OpenNMT-py's `wu`):
+
+- keras-luong: one process loads the model and calls `translate(sources,
+  sampler=BeamSearchSampler(...))` twice; the table gives the process's time from its start
+  to the first call's end (Python, Keras and the model loaded, the first call compiling its
+  generators), the first call alone, and the second;
+- OpenNMT-py: its `translate` command, run twice (each a process that loads the checkpoint,
+  whose decoding is eager: its two calls are alike).
+
+sacreBLEU scores each call's output against the references (`tokenize="none"`). `--json`
+writes the table and each engine's figures (`jax_first`, `opennmt_first`, ...) to the results
+file the OpenNMT-py page quotes. Run nothing else beside it: on a 2-core machine any other job
+is measured too.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from benchmarks import harness
+from benchmarks.opennmt import budget, common
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", default=".cache/opennmt-budget", help="a budget run's")
+    parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
+    parser.add_argument("--threads", type=int, default=2, choices=[1, 2])
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument(
+        "--onmt-python", default=os.path.join(harness.ROOT, ".venv-onmt", "bin", "python")
+    )
+    parser.add_argument("--output", help="append the table (markdown) to this file")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    parser.add_argument("--worker", choices=["keras"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def keras_worker(args, started):
+    """Loads the budget's model and decodes the test split twice; its figures as JSON."""
+    import keras
+
+    from keras_luong import BeamSearchSampler
+
+    sources = harness.read_lines(args, "test.src.txt")
+    model = keras.saving.load_model(harness.path(args, f"budget-{keras.backend.backend()}.keras"))
+    sampler = BeamSearchSampler(num_beams=args.beam, length_penalty=args.length_penalty)
+    loaded = time.perf_counter()
+    calls = []
+    for _ in range(2):
+        call_started = time.perf_counter()
+        hypotheses = model.translate(sources, sampler=sampler)
+        calls.append(
+            {"seconds": time.perf_counter() - call_started, "bleu": budget.bleu(args, hypotheses)}
+        )
+    return {
+        "sentences": len(sources),
+        "load_seconds": loaded - started,
+        "process_to_first_seconds": loaded - started + calls[0]["seconds"],
+        "calls": calls,
+    }
+
+
+def run_keras(args, engine):
+    model = harness.path(args, f"budget-{engine}.keras")
+    if not os.path.exists(model):
+        raise ValueError(
+            f"No {model}: run `python -m benchmarks.opennmt budget --engines {engine}` first"
+        )
+    command = [*common.pinned(args.threads), sys.executable, "-m", __spec__.name]
+    command += ["--worker", "keras", "--workdir", args.workdir, "--threads", str(args.threads)]
+    command += ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)]
+    env = common.thread_env(engine, args.threads)
+    env["DECODE_STARTED"] = repr(time.time())  # the worker's clock starts with its process
+    return harness.worker_result(command, env, f"keras-luong on {engine}")
+
+
+def run_opennmt(args):
+    w = os.path.abspath(args.workdir)
+    checkpoints = glob.glob(f"{w}/onmt-{args.threads}/model_step_*.pt")
+    if not checkpoints:
+        raise ValueError(
+            f"No OpenNMT-py checkpoint in {w}/onmt-{args.threads}: run the budget first"
+        )
+    checkpoint = max(checkpoints, key=lambda c: int(re.search(r"step_(\d+)", c).group(1)))
+    env = common.thread_env("opennmt", args.threads)
+    env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    hypotheses_path = harness.path(args, "decode-onmt.hyp")
+    translate = "from onmt.bin.translate import main; main()"
+    sentences = len(harness.read_lines(args, "test.src.txt"))
+    calls = []
+    for _ in range(2):
+        started = time.perf_counter()
+        subprocess.run(
+            [*common.pinned(args.threads), args.onmt_python, "-c", translate, "-model", checkpoint,
+             "-src", harness.path(args, "test.src"), "-output", hypotheses_path,
+             "-beam_size", str(args.beam), "-length_penalty", "wu",
+             "-alpha", str(args.length_penalty), "-batch_size", "32"],
+            env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        seconds = time.perf_counter() - started
+        with open(hypotheses_path, encoding="utf-8") as f:
+            hypotheses = ["".join(line.split()).replace("▁", " ").strip() for line in f]
+        calls.append({"seconds": seconds, "bleu": budget.bleu(args, hypotheses)})
+    return {"sentences": sentences, "step": checkpoint, "calls": calls}
+
+
+COLUMNS = [
+    ("engine", "engine"),
+    ("process", "process start to first call's end, s"),
+    ("first", "first call, s"),
+    ("second", "second call, s"),
+    ("bleu", "test BLEU"),
+    ("versus", "first call / OpenNMT-py's"),
+]
+
+
+def rows(results):
+    """One row of strings per engine (`COLUMNS`' keys). OpenNMT-py's call is its `translate`
+    command, a process of its own: its first call is the whole process."""
+    reference = dict(results).get("opennmt")
+    found = []
+    for engine, r in results:
+        first, second = (c["seconds"] for c in r["calls"])
+        versus = first / reference["calls"][0]["seconds"] if reference else None
+        found.append(
+            {
+                "engine": "OpenNMT-py 3.5.1" if engine == "opennmt" else f"keras-luong ({engine})",
+                "process": f"{r.get('process_to_first_seconds', first):.1f}",
+                "first": f"{first:.1f}",
+                "second": f"{second:.1f}",
+                "bleu": f"{r['calls'][0]['bleu']:.2f}",
+                "versus": "-" if versus is None else f"{versus:.2f}",
+            }
+        )
+    return found
+
+
+def table(args, results):
+    lines = [
+        f"The long corpus's test split ({results[0][1]['sentences']} sentences), beam "
+        f"{args.beam}, length penalty {args.length_penalty:g}, {args.threads} threads:",
+        "",
+        "| " + " | ".join(label for _, label in COLUMNS) + " |",
+        "|---|" + "---:|" * (len(COLUMNS) - 1),
+    ]
+    for row in rows(results):
+        lines.append("| " + " | ".join(row[key] for key, _ in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def write_json(args, results):
+    """The results file a page quotes (`docs/results/<name>.json`): the rows, and each
+    engine's figures by name (`jax_first`, `opennmt_first`, ...)."""
+    figures = {"sentences": f"{results[0][1]['sentences']:,}"}
+    for engine, row in zip(dict(results), rows(results), strict=True):
+        figures.update({f"{engine}_{key}": row[key] for key, _ in COLUMNS[1:]})
+    settings = {"beam": str(args.beam), "length_penalty": f"{args.length_penalty:g}"}
+    harness.write_results(
+        args.json,
+        rows(results),
+        columns=COLUMNS,
+        figures=figures,
+        settings={**settings, "threads": str(args.threads)},
+    )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.worker:
+        started = float(os.environ.get("DECODE_STARTED", time.time()))
+        # The worker's clock: wall time since the parent started its process.
+        print(json.dumps(keras_worker(args, time.perf_counter() - (time.time() - started))))
+        return
+    engines = args.engines.split(",")
+    unknown = set(engines) - {"jax", "tensorflow", "torch", "opennmt"}
+    if unknown:
+        raise ValueError(f"Invalid value for argument --engines: unknown {sorted(unknown)}")
+    if "opennmt" in engines and not os.path.exists(args.onmt_python):
+        raise ValueError(f"No OpenNMT-py Python at {args.onmt_python}: run `make onmt-venv`")
+    results = []
+    for engine in engines:
+        result = run_opennmt(args) if engine == "opennmt" else run_keras(args, engine)
+        print(json.dumps({"engine": engine, **result}), flush=True)
+        results.append((engine, result))
+    common.write_output(args, table(args, results))
+    if args.json:
+        write_json(args, results)
+
+
+if __name__ == "__main__":
+    main()
