@@ -1,4 +1,4 @@
-"""The main job: a Luong translation model learns to read dates written in 15 locales.
+"""The demo: a Luong translation model learns to read dates written in 15 locales.
 
     python -m keras_luong.demo [--alignment global] [--score-mode general] [--epochs 12]
 

@@ -365,13 +365,28 @@ def test_a_steps_logits_bias_is_added_to_the_output_layers_logits(dtype):
     assert np.all(to_numpy(biased)[:, :2] == MASKED_SCORE)
 
 
+def traced_shapes(monkeypatch):
+    """The shapes of the sources `Seq2SeqGenerator.call` is called on from now on, a list:
+    one entry for each trace on JAX and TensorFlow (which compile each), each batch on
+    torch (which runs eagerly)."""
+    from keras_luong.generation.generator import Seq2SeqGenerator
+
+    shapes = []
+    call = Seq2SeqGenerator.call
+
+    def counted(self, source):
+        shapes.append(tuple(source.shape))
+        return call(self, source)
+
+    monkeypatch.setattr(Seq2SeqGenerator, "call", counted)
+    return shapes
+
+
 def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
     """Without `max_length`, texts of many lengths decode inside one kept generator, each row
     ending at its own bound (1.5 × its tokens + 10) even when the model never ends a sentence;
     a second call on the same texts traces nothing (JAX and TensorFlow compile per trace;
     torch runs eagerly, so there it runs the same kept generator again)."""
-    from keras_luong.generation.generator import Seq2SeqGenerator
-
     model = make_model()
     # The end token never wins: every row runs until its bound stops it.
     bias = to_numpy(model.projection.bias).copy()
@@ -384,14 +399,7 @@ def test_translate_ends_each_row_at_its_bound_and_compiles_once(monkeypatch):
 
     vocabulary = Ids(list("abcde"))
     texts = ["abcde"[: k % 5] * (k // 5 + 1) for k in range(0, 46, 4)]
-    traces = []
-    call = Seq2SeqGenerator.call
-
-    def counted(self, source):
-        traces.append(tuple(source.shape))
-        return call(self, source)
-
-    monkeypatch.setattr(Seq2SeqGenerator, "call", counted)
+    traces = traced_shapes(monkeypatch)
     first = model.translate(texts, vocabulary, vocabulary, batch_size=2)
     assert [len(t.split()) for t in first] == [int(1.5 * len(t)) + 10 for t in texts]
     assert len(model.generators) == 1
@@ -414,19 +422,10 @@ def test_translate_compiles_one_shape_for_texts_of_one_power_of_two(monkeypatch)
     batch filled out with copies of its last text, whose outputs are dropped. Eager torch
     decodes the batches as they are, widths rounded to multiples of 8. Either way, each
     output is the one its text gets alone."""
-    from keras_luong.generation.generator import Seq2SeqGenerator
-
     model = make_model()
     vocabulary = Vocabulary(list("abcde"))
     texts = ["abcde"[k % 5] * (17 + k) for k in range(10)]
-    shapes = []
-    call = Seq2SeqGenerator.call
-
-    def counted(self, source):
-        shapes.append(tuple(source.shape))
-        return call(self, source)
-
-    monkeypatch.setattr(Seq2SeqGenerator, "call", counted)
+    shapes = traced_shapes(monkeypatch)
     together = model.translate(texts, vocabulary, vocabulary, batch_size=4)
     if BACKEND == "torch":
         assert shapes == [(4, 24), (4, 24), (2, 32)]
