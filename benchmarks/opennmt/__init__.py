@@ -1,5 +1,5 @@
 """keras-luong beside OpenNMT-py 3.5.1, the same model on the same pieces and threads, in one
-command with two comparisons:
+command with three comparisons:
 
     make onmt-venv   # OpenNMT-py 3.5.1 in .venv-onmt, over the project's torch
     python -m benchmarks.opennmt epochs --data ../shared/data/multi30k-en-de --corpus long

@@ -269,23 +269,10 @@ def run_opennmt(args, pairs):
     wall = time.perf_counter() - loop_started
     with open(log_path) as f:
         log = f.read()
-    checkpoints = glob.glob(f"{w}/onmt-{threads}/model_step_*.pt")
-    if not checkpoints:
+    checkpoint, step = last_checkpoint(args, threads)
+    if checkpoint is None:
         raise RuntimeError(f"OpenNMT-py saved no checkpoint:\n{log[-3000:]}")
-    checkpoint = max(checkpoints, key=lambda c: int(re.search(r"step_(\d+)", c).group(1)))
-    step = int(re.search(r"step_(\d+)", checkpoint).group(1))
-    hypotheses_path = harness.path(args, f"budget-{threads}.hyp")
-    translate = "from onmt.bin.translate import main; main()"
-    started = time.perf_counter()
-    subprocess.run(
-        [*common.pinned(threads), *onmt, translate, "-model", checkpoint, "-src",
-         harness.path(args, "test.src"), "-output", hypotheses_path, "-beam_size", str(args.beam),
-         "-length_penalty", "wu", "-alpha", str(args.length_penalty), "-batch_size", "32"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    test_seconds = time.perf_counter() - started
-    with open(hypotheses_path, encoding="utf-8") as f:
-        hypotheses = ["".join(line.split()).replace("▁", " ").strip() for line in f]
+    test_seconds, hypotheses = onmt_translate(args, checkpoint, env, f"budget-{threads}.hyp")
     result = common.read_onmt_log(log, pairs, 10**6, wall)
     return {
         "parameters": result["parameters"],
@@ -297,6 +284,35 @@ def run_opennmt(args, pairs):
         "test_bleu": bleu(args, hypotheses),
         "test_seconds": test_seconds,
     }
+
+
+def last_checkpoint(args, threads):
+    """`(path, step)` of OpenNMT-py's last checkpoint at `threads` in the workdir, or
+    `(None, None)`."""
+    checkpoints = glob.glob(f"{os.path.abspath(args.workdir)}/onmt-{threads}/model_step_*.pt")
+    if not checkpoints:
+        return None, None
+    steps = {c: int(re.search(r"step_(\d+)", c).group(1)) for c in checkpoints}
+    checkpoint = max(steps, key=steps.get)
+    return checkpoint, steps[checkpoint]
+
+
+def onmt_translate(args, checkpoint, env, output):
+    """`(seconds, hypotheses)`: OpenNMT-py's `translate` command decoding the test split's
+    pieces with `checkpoint` (beam `--beam`, GNMT's length penalty `--length-penalty`) into
+    the workdir's `output`, timed as a whole process; the hypotheses detokenized."""
+    translate = "from onmt.bin.translate import main; main()"
+    output = harness.path(args, output)
+    started = time.perf_counter()
+    subprocess.run(
+        [*common.pinned(args.threads), args.onmt_python, "-c", translate, "-model", checkpoint,
+         "-src", harness.path(args, "test.src"), "-output", output, "-beam_size", str(args.beam),
+         "-length_penalty", "wu", "-alpha", str(args.length_penalty), "-batch_size", "32"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    with open(output, encoding="utf-8") as f:
+        return seconds, ["".join(line.split()).replace("▁", " ").strip() for line in f]
 
 
 def wait_for_training_loop(log_path, process):

@@ -1,4 +1,4 @@
-"""What the two comparisons with OpenNMT-py share: the command-line arguments, the corpus and
+"""What the comparisons with OpenNMT-py share: the command-line arguments, the corpus and
 its SentencePiece pieces, OpenNMT-py's configuration of the recipe's model, how each engine's
 process is pinned and threaded, and how OpenNMT-py's log is read."""
 

@@ -24,11 +24,8 @@ is measured too.
 """
 
 import argparse
-import glob
 import json
 import os
-import re
-import subprocess
 import sys
 import time
 
@@ -53,7 +50,8 @@ def parse_args(argv=None):
 
 
 def keras_worker(args, started):
-    """Loads the budget's model and decodes the test split twice; its figures as JSON."""
+    """Loads the budget's model and decodes the test split twice; its figures as JSON, the
+    times from `started` (the wall clock when the parent started this process)."""
     import keras
 
     from keras_luong import BeamSearchSampler
@@ -61,7 +59,7 @@ def keras_worker(args, started):
     sources = harness.read_lines(args, "test.src.txt")
     model = keras.saving.load_model(harness.path(args, f"budget-{keras.backend.backend()}.keras"))
     sampler = BeamSearchSampler(num_beams=args.beam, length_penalty=args.length_penalty)
-    loaded = time.perf_counter()
+    loaded = time.time()
     calls = []
     for _ in range(2):
         call_started = time.perf_counter()
@@ -92,33 +90,18 @@ def run_keras(args, engine):
 
 
 def run_opennmt(args):
-    w = os.path.abspath(args.workdir)
-    checkpoints = glob.glob(f"{w}/onmt-{args.threads}/model_step_*.pt")
-    if not checkpoints:
+    checkpoint, _ = budget.last_checkpoint(args, args.threads)
+    if checkpoint is None:
         raise ValueError(
-            f"No OpenNMT-py checkpoint in {w}/onmt-{args.threads}: run the budget first"
+            f"No OpenNMT-py checkpoint in {args.workdir}/onmt-{args.threads}: run the budget first"
         )
-    checkpoint = max(checkpoints, key=lambda c: int(re.search(r"step_(\d+)", c).group(1)))
     env = common.thread_env("opennmt", args.threads)
     env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    hypotheses_path = harness.path(args, "decode-onmt.hyp")
-    translate = "from onmt.bin.translate import main; main()"
-    sentences = len(harness.read_lines(args, "test.src.txt"))
     calls = []
     for _ in range(2):
-        started = time.perf_counter()
-        subprocess.run(
-            [*common.pinned(args.threads), args.onmt_python, "-c", translate, "-model", checkpoint,
-             "-src", harness.path(args, "test.src"), "-output", hypotheses_path,
-             "-beam_size", str(args.beam), "-length_penalty", "wu",
-             "-alpha", str(args.length_penalty), "-batch_size", "32"],
-            env=env, check=True, capture_output=True,
-        )  # fmt: skip
-        seconds = time.perf_counter() - started
-        with open(hypotheses_path, encoding="utf-8") as f:
-            hypotheses = ["".join(line.split()).replace("▁", " ").strip() for line in f]
+        seconds, hypotheses = budget.onmt_translate(args, checkpoint, env, "decode-onmt.hyp")
         calls.append({"seconds": seconds, "bleu": budget.bleu(args, hypotheses)})
-    return {"sentences": sentences, "step": checkpoint, "calls": calls}
+    return {"sentences": len(hypotheses), "checkpoint": checkpoint, "calls": calls}
 
 
 COLUMNS = [
@@ -168,25 +151,19 @@ def table(args, results):
 def write_json(args, results):
     """The results file a page quotes (`docs/results/<name>.json`): the rows, and each
     engine's figures by name (`jax_first`, `opennmt_first`, ...)."""
+    found = rows(results)
     figures = {"sentences": f"{results[0][1]['sentences']:,}"}
-    for engine, row in zip(dict(results), rows(results), strict=True):
+    for (engine, _), row in zip(results, found, strict=True):
         figures.update({f"{engine}_{key}": row[key] for key, _ in COLUMNS[1:]})
     settings = {"beam": str(args.beam), "length_penalty": f"{args.length_penalty:g}"}
-    harness.write_results(
-        args.json,
-        rows(results),
-        columns=COLUMNS,
-        figures=figures,
-        settings={**settings, "threads": str(args.threads)},
-    )
+    settings["threads"] = str(args.threads)
+    harness.write_results(args.json, found, columns=COLUMNS, figures=figures, settings=settings)
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
-        started = float(os.environ.get("DECODE_STARTED", time.time()))
-        # The worker's clock: wall time since the parent started its process.
-        print(json.dumps(keras_worker(args, time.perf_counter() - (time.time() - started))))
+        print(json.dumps(keras_worker(args, float(os.environ["DECODE_STARTED"]))))
         return
     engines = args.engines.split(",")
     unknown = set(engines) - {"jax", "tensorflow", "torch", "opennmt"}

@@ -330,10 +330,11 @@ def length_sorted_batches(
     check_integer("tokens_per_batch", tokens_per_batch, allow_none=True)
     lengths = np.asarray(lengths, "int64").reshape(-1)
     order = np.argsort(lengths, kind="stable")
-    padded = multiple * np.ceil(np.maximum(lengths[order], 1) / multiple).astype("int64")
+    sorted_lengths = np.maximum(lengths[order], 1)
     if power_of_two:
-        padded = np.maximum(multiple, 2 ** np.ceil(np.log2(np.maximum(lengths[order], 1))))
-        padded = padded.astype("int64")
+        padded = np.maximum(multiple, 2 ** np.ceil(np.log2(sorted_lengths))).astype("int64")
+    else:
+        padded = multiple * np.ceil(sorted_lengths / multiple).astype("int64")
     batches, start = [], 0
     while start < len(order):
         stop = min(start + batch_size, len(order))

@@ -138,11 +138,9 @@ def translate_texts(
             **kwargs,
         )
         # The rows that filled the batch out are dropped.
-        source = source[: len(indices)]
-        if isinstance(generated, tuple):
-            generated = tuple(part[: len(indices)] for part in generated)
-        else:
-            generated = generated[: len(indices)]
+        kept = slice(len(indices))
+        source = source[kept]
+        generated = keras.tree.map_structure(lambda part, kept=kept: part[kept], generated)
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
         scores = None
         if isinstance(generated, tuple):  # every beam, with its score
