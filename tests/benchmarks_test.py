@@ -290,3 +290,17 @@ def test_reuse_large_blocks_reaches_every_engine_and_the_heading(monkeypatch):
         "glibc's malloc with MALLOC_MMAP_THRESHOLD_=1073741824, "
         "MALLOC_TRIM_THRESHOLD_=1073741824 in every engine:"
     )
+
+
+def test_the_decoding_controls_results_give_each_setting_over_its_sampler(tmp_path):
+    from benchmarks.speed import decoding_controls
+
+    times = {"greedy": [0.10, 0.30, 0.20], "greedy, prefix of 5": [0.22, 0.21, 0.50]}
+    rows = decoding_controls.table(times, [("greedy", "greedy"), ("greedy, prefix of 5", "greedy")])
+    assert rows == [
+        {"setting": "greedy", "ms": "200.0", "ratio": "1.000"},
+        {"setting": "greedy, prefix of 5", "ms": "220.0", "ratio": "1.100"},  # medians
+    ]
+    keys = [decoding_controls.figure_key(label) for label, *_ in decoding_controls.settings(4)]
+    assert "beam_5_prefix_of_5" in keys and "sampling_top_p_0_9" in keys
+    assert len(set(keys)) == len(keys)  # one figure each

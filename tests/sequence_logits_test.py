@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_luong import LuongSeq2Seq
-from keras_luong.generation.generator import sequence_logits
+from keras_luong.backend.ops import sequence_logits
 from tests.test_case import assert_allclose, gradients, random, to_numpy
 
 B, T, D, V = 3, 4, 5, 7

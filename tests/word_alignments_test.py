@@ -3,11 +3,20 @@ translation's alignment is the attention of the steps that generated it (against
 of `next_token_logits` forced through its ids), its links the argmax of those weights, and
 replace-unk writes the source word of that argmax (or its phrase-table entry)."""
 
+import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import Alignment, BeamSearchSampler, LuongSeq2Seq, Vocabulary
+from keras_luong import (
+    Alignment,
+    BeamSearchSampler,
+    GreedySampler,
+    LuongSeq2Seq,
+    RandomSampler,
+    Vocabulary,
+)
+from keras_luong.generation.word_alignments import generated_alignments
 from tests.corpora import ENGLISH, GERMAN
 
 # Source words the source vocabulary does not hold ("blaue", "katze") are still copied as
@@ -110,6 +119,53 @@ def test_replace_unk_copies_the_source_word_of_the_attentions_argmax(model, tmp_
     copies, copied_alignments = model.translate(TEXTS, replace_unk=True, return_alignments=True)
     assert copies == model.translate(TEXTS, replace_unk=True, phrase_table={})
     assert [a.links for a in copied_alignments] == [a.links for a in alignments]
+
+
+class ForcedGreedySampler(GreedySampler):
+    """Greedy decoding whose alignments come from the teacher-forced pass, as those of a
+    sampler that does not return its cache (keras-hub's) do."""
+
+    returns_cache = False
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        GreedySampler(),
+        RandomSampler(temperature=2.0, seed=4),
+        BeamSearchSampler(3, return_all_beams=True, coverage_penalty=0.3),
+    ],
+    ids=["greedy", "sampling", "all beams"],
+)
+def test_the_weights_recorded_in_the_loop_are_the_teacher_forced_ones(model, sampler, monkeypatch):
+    source = model.source_vocabulary.encode_batch(TEXTS[:3])
+    # Rows end at the frequent unknown id too, at different steps.
+    settings = dict(sampler=sampler, stop_token_ids=(Vocabulary.END, Vocabulary.OOV))
+    plain = model.generate(source, 9, **settings)
+
+    def not_called(*args):
+        raise AssertionError("the outputs were decoded again with teacher forcing")
+
+    monkeypatch.setattr("keras_luong.generation.translation.generated_alignments", not_called)
+    outputs, weights = model.generate(source, 9, return_attention_scores=True, **settings)
+    keras.tree.map_structure(np.testing.assert_array_equal, outputs, plain)
+    ids = outputs[0] if isinstance(outputs, tuple) else outputs
+    np.testing.assert_allclose(weights, generated_alignments(model, source, ids, 9), atol=2e-6)
+    assert np.any(ids == 0) and np.all(weights[ids == 0] == 0)  # none after a stop token
+    assert np.any(weights[ids != 0] > 0.1)
+
+
+def test_a_sampler_that_does_not_return_its_cache_is_aligned_by_teacher_forcing(model):
+    forced = ForcedGreedySampler()
+    translations, alignments = model.translate(TEXTS, sampler=forced, return_alignments=True)
+    assert translations == model.translate(TEXTS)
+    for text, translation, found in zip(TEXTS, translations, alignments, strict=True):
+        check_alignment(model, text, translation, found)
+    source = model.source_vocabulary.encode_batch(TEXTS)
+    ids, weights = model.generate(source, 9, sampler=forced, return_attention_scores=True)
+    recorded = model.generate(source, 9, return_attention_scores=True)
+    np.testing.assert_array_equal(ids, recorded[0])
+    np.testing.assert_allclose(weights, recorded[1], atol=2e-6)
 
 
 def test_bad_phrase_tables_are_refused(model, tmp_path):

@@ -1,7 +1,8 @@
 """What each decoding control costs: `generate`'s time with it over the same sampler's without
 it, in one run.
 
-    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed decoding_controls
+    KERAS_BACKEND=jax .venv/bin/python -m benchmarks.speed decoding_controls \
+        --json docs/results/decoding_controls_jax.json
 
 The model is `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (the recipe's sizes),
 its end token's bias lowered so that no row ends early: every setting decodes all `--steps`
@@ -9,14 +10,18 @@ tokens of all `--batch` rows (64 sources of 20 ids), so a ratio is the control's
 a change in the outputs' lengths. The settings run in alternating order for `--rounds`
 rounds, each compiled first (JAX, TensorFlow); each ratio is the median time of the setting
 over the median of its sampler without controls, taken in the same rounds. Run nothing else
-beside it.
+beside it. `--json` writes the ratios (`figures`, keyed by `figure_key` of the setting) and
+the rows to a results file that the benchmarks page quotes.
 """
 
 import argparse
+import re
 import statistics
 import time
 
 import numpy as np
+
+from benchmarks import harness
 
 
 def settings(steps):
@@ -52,6 +57,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--units", type=int, default=256)
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     args = parser.parse_args(argv)
 
     import keras
@@ -84,12 +90,32 @@ def main(argv=None):
         order = rows if number % 2 == 0 else rows[::-1]
         for label, _, sampler, kwargs in order:
             times[label] += [run(sampler, kwargs) for _ in range(args.calls)]
+    found = table(times, [(label, base) for label, base, _, _ in rows])
     print(f"backend {keras.backend.backend()}, {args.batch} sources, {args.steps} steps")
     print(f"{'setting':30} {'ms':>9} {'x its sampler':>14}")
-    for label, base, _, _ in rows:
+    for row in found:
+        print(f"{row['setting']:30} {row['ms']:>9} {row['ratio']:>14}")
+    if args.json:
+        figures = {figure_key(row["setting"]): f"{float(row['ratio']):.2f}" for row in found}
+        measured = {"sources": str(args.batch), "steps": str(args.steps)}
+        measured.update(rounds=str(args.rounds), calls=str(args.calls))
+        harness.write_results(args.json, found, figures=figures, settings=measured)
+
+
+def table(times, settings):
+    """A row per `(label, base label)` of `settings`: the setting, its median time in ms and
+    that median over its base's, from `times` (each label's seconds)."""
+    rows = []
+    for label, base in settings:
         median = statistics.median(times[label])
         ratio = median / statistics.median(times[base])
-        print(f"{label:30} {1000 * median:9.1f} {ratio:14.3f}")
+        rows.append({"setting": label, "ms": f"{1000 * median:.1f}", "ratio": f"{ratio:.3f}"})
+    return rows
+
+
+def figure_key(label):
+    """The results file's key of a setting: `"beam 5, prefix of 5"` is `beam_5_prefix_of_5`."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import contextvars
 import keras
 from keras import ops
 
-from keras_luong.backend.loops import own_methods
+from keras_luong.backend.loops import own_methods, step_call
 
 
 def project(x, kernel):
@@ -82,14 +82,17 @@ def portable_writes():
 
 
 def write_column(prompt, index, column):
-    """`prompt` `(rows, length)` with `column` `(rows,)` written at position `index` (a
-    scalar tensor). A dynamic update slice where the loop is compiled; on eager torch, where
-    Keras' `slice_update` with a tensor index builds index tensors at every step, and within
-    `portable_writes`, a select against the positions (the same result)."""
+    """`prompt` `(rows, length, ...)` with `column` `(rows, ...)` written at position `index`
+    of its second axis (a scalar tensor). A dynamic update slice where the loop is compiled;
+    on eager torch, where Keras' `slice_update` with a tensor index builds index tensors at
+    every step, and within `portable_writes`, a select against the positions (the same
+    result)."""
+    rank = len(prompt.shape)
     if keras.backend.backend() == "torch" or _PORTABLE_WRITES.get():
         positions = ops.arange(ops.shape(prompt)[1], dtype=index.dtype)
-        return ops.where(positions[None] == index, column[:, None], prompt)
-    return ops.slice_update(prompt, [0, index], column[:, None])
+        positions = ops.reshape(positions, (1, -1) + (1,) * (rank - 2))
+        return ops.where(positions == index, ops.expand_dims(column, 1), prompt)
+    return ops.slice_update(prompt, [0, index] + [0] * (rank - 2), ops.expand_dims(column, 1))
 
 
 def smoothed_crossentropy(logits, targets, label_smoothing):
@@ -132,3 +135,36 @@ def smoothed_crossentropy(logits, targets, label_smoothing):
     log_probs = ops.log_softmax(logits, axis=-1)
     crossent = -(1.0 - label_smoothing) * at_targets(log_probs)
     return crossent - (label_smoothing / size) * ops.sum(log_probs, axis=-1)
+
+
+def sequence_logits(dense, sequence):
+    """The output layer `dense` on a sequence `(batch_size, T, d)`, multiplied as the matrix
+    `(batch_size * T, d)`: the values of `dense(sequence)`, without its Keras mask (which
+    `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
+    product of a vocabulary-sized output layer into a much slower program than the matrix's;
+    the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
+    (`benchmarks/speed/output_layer.py`). Other backends run the same either way.
+
+    On torch a plain float32 `Dense` adds its bias inside the product: the matrix gets a
+    column of ones and the kernel the bias as its last row, so one matrix product gives
+    `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
+    gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
+    and sums their gradient in another (`python -m benchmarks.speed output_layer --other
+    separate-bias`).
+    """
+    batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
+    logits = dense_rows(dense, ops.reshape(sequence, (-1, sequence.shape[-1])))
+    return ops.reshape(logits, (batch, steps, logits.shape[-1]))
+
+
+def step_logits(dense, attentional, logits_bias=None):
+    """The output layer `dense`'s logits for one step, plus `logits_bias` (float32). A plain
+    float32 `Dense` adds its bias and `logits_bias` to the product in one add (a pass
+    over `(rows, V)` fewer per step; the sum is the same, `logits_bias` being zero
+    wherever it is not the masked score)."""
+    if logits_bias is None:
+        return step_call(dense, attentional)
+    if plain_float32_dense(dense) and ops.is_tensor(attentional):
+        bias = ops.convert_to_tensor(dense.bias) + logits_bias
+        return ops.matmul(attentional, dense.kernel) + bias
+    return ops.cast(step_call(dense, attentional), "float32") + logits_bias

@@ -1,15 +1,13 @@
 """The generator: the Keras model that runs a sampler over a sequence-to-sequence model's decoder
-one step at a time, the bounded cache of compiled generators a model keeps, and the decoding
-bounds. `generation.GenerationMixin` (`generate`, `translate`, the export) drives it.
+one step at a time. `generation.GenerationMixin` (`generate`, `translate`, the export) drives it.
 
-The model keeps one `Seq2SeqGenerator` per decoding setting: the maximum length, the stop
-tokens, and the sampler's class and config (two equal samplers share one compiled function).
+The model keeps one `Seq2SeqGenerator` per decoding setting (`cache.GeneratorCache`): the
+maximum length, the stop tokens, the row bounds, the prefix, whether it records the attention,
+and the sampler's class and config (two equal samplers share one compiled function).
 In-memory inputs go to the compiled function batch by batch (`predict_on_batch`), with no
 per-call input pipeline; a generator is kept only once a call through it has succeeded.
 """
 
-import collections
-import json
 import numbers
 import sys
 
@@ -19,10 +17,10 @@ from keras import ops
 
 from keras_luong import samplers
 from keras_luong.backend.engine import compiles_with_xla
-from keras_luong.backend.loops import step_call
-from keras_luong.backend.ops import dense_rows, plain_float32_dense
+from keras_luong.backend.ops import write_column
 from keras_luong.checks import MASKED_SCORE, check_integer
 from keras_luong.generation.bounds import row_bound
+from keras_luong.generation.cache import sampler_key
 from keras_luong.samplers import pad_after_end
 from keras_luong.samplers.sampling import uniform_noise
 
@@ -42,9 +40,14 @@ class Seq2SeqGenerator(keras.Model):
         stop_token_ids=(),
         row_bounds=None,
         prefixed=False,
+        record_attention=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # With `record_attention` (for a sampler that `returns_cache`), the outputs are
+        # `(ids, weights)`: each step's attention weights `(B, max_length, S)`, written into
+        # the cache by the step that computes them, zero where the ids are padding.
+        self.record_attention = record_attention
         # With `prefixed`, a second input `(B, max_length)`: the ids each row's output begins
         # with, 0 after them (`generate`'s `prefix`).
         self.prefixed = prefixed
@@ -99,44 +102,61 @@ class Seq2SeqGenerator(keras.Model):
                 prefix = ops.repeat(prefix, beams, axis=0)
             prefix_steps = ops.max(ops.sum(ops.cast(ops.not_equal(prefix, 0), "int32"), axis=1))
 
-            def follow_prefix(logits, position):
-                """Within its prefix, a row's one possible token is the prefix's."""
-                forced = ops.take(prefix, position, axis=1)[:, None]
-                only_forced = ops.where(ops.equal(ids, forced), 0.0, MASKED_SCORE)
-                return ops.where(ops.not_equal(forced, 0), only_forced, logits)
+            def prefix_bias(forced, position):
+                """`never_bias`, and in a row whose prefix forces a token now (`forced`
+                `(rows, 1)`, 0 past its prefix), MASKED_SCORE on every other token. Compiled,
+                it is computed at every step, fused into the output layer's add; a `cond`
+                that skipped it past the prefix copied the logits at every step (beam
+                search 1.10x its time). Eager (torch), a pass over the `(rows, V)` logits
+                each, it is skipped there (beam 1.57x its time where it was not; `python -m
+                benchmarks.speed decoding_controls`)."""
+
+                def forcing():
+                    others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
+                    return never_bias + ops.where(others, MASKED_SCORE, 0.0)
+
+                if self.jit_compile:
+                    return forcing()
+                return ops.cond(ops.less(position, prefix_steps), forcing, lambda: never_bias)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
         # reads each step's attention from the cache, sampling its uniform numbers.
         needs = sampler_needs(self.sampler)
-        keep_attention = "attention" in needs
+        record = self.record_attention
+        keep_attention = "attention" in needs or record
+        needs = needs + ("alignments",) if record else needs
 
         def next(prompt, cache, index):
             token = prompt[:, index - 1]
             states = cache["states"] if needs else cache
+            bias = never_bias
+            if self.prefixed:  # the token each row's prefix forces now, 0 past it
+                forced = ops.take(prefix, index - 1, axis=1)[:, None]
+                bias = prefix_bias(forced, index - 1)
             # The logits in float32 (so that the mask constant fits under mixed precision
-            # too), plus never_bias.
+            # too), plus the bias.
             logits, attentional, states, *weights = model.next_token_logits(
                 token,
                 list(states),
                 memory,
                 index - 1,
                 return_attention_scores=keep_attention,
-                logits_bias=never_bias,
+                logits_bias=bias,
             )
             if self.row_bounds:  # the position generated now is index - 1
                 ended = ops.greater_equal(index - 1, bounds)[:, None]
+                if self.prefixed:  # a prefix runs past its row's bound
+                    ended = ops.logical_and(ended, ops.equal(forced, 0))
                 logits = ops.where(ended, only_stop[None], logits)
-            if self.prefixed:  # past the longest prefix, no step pays for it
-                logits = ops.cond(
-                    ops.less(index - 1, prefix_steps),
-                    lambda: follow_prefix(logits, index - 1),
-                    lambda: logits,
-                )
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}
             if keep_attention:
                 cache["attention"] = ops.cast(weights[0], "float32")
+            if record:
+                cache["alignments"] = write_column(
+                    cache["alignments"], index - 1, cache["attention"]
+                )
             return logits, attentional, cache
 
         start = ops.full((batch, 1), model.start_token, dtype="int32")
@@ -148,6 +168,10 @@ class Seq2SeqGenerator(keras.Model):
             cache["attention"] = ops.zeros((batch, ops.shape(value_mask)[1]), "float32")
         if self.draws:
             cache["noise"] = ops.cast(noise, "float32")
+        if record:
+            cache["alignments"] = ops.zeros(
+                (batch, self.max_length, ops.shape(value_mask)[1]), "float32"
+            )
         outputs = self.sampler(
             next,
             prompt,
@@ -155,18 +179,26 @@ class Seq2SeqGenerator(keras.Model):
             index=1,
             stop_token_ids=self.stop_token_ids or None,
             model=self,
+            **({"return_cache": True} if record else {}),
         )
+        if record:
+            outputs, cache = outputs
+        scores = None
         if isinstance(outputs, tuple):  # all beams, with their scores
-            prompts, scores = outputs
-            return pad_after_end(prompts[..., 1:], self.stop_token_ids), scores
-        return pad_after_end(outputs[:, 1:], self.stop_token_ids)
+            outputs, scores = outputs
+        ids = pad_after_end(outputs[..., 1:], self.stop_token_ids)
+        outputs = ids if scores is None else (ids, scores)
+        if not record:
+            return outputs
+        weights = ops.where(ops.not_equal(ids, 0)[..., None], cache["alignments"], 0.0)
+        return outputs, weights
 
     def generate(self, source, batch_size, prefix=None):
         """Runs the compiled generator on int32 source ids, `batch_size` rows at a time (with
         the prefixes, `(B, P)` with `P <= max_length`, if `prefixed`; with a sampler that
         draws, the uniform numbers of the whole call from its `seed`)."""
         if source.shape[0] == 0:
-            return self._empty_output()
+            return self._empty_output(source.shape[1])
         inputs = [source]
         if self.prefixed:
             padded = np.zeros((source.shape[0], self.max_length), "int32")
@@ -183,15 +215,17 @@ class Seq2SeqGenerator(keras.Model):
                 slice(start, start + batch_size) for start in range(0, source.shape[0], batch_size)
             )
         ]
-        if isinstance(outputs[0], tuple):
-            return tuple(np.concatenate(parts) for parts in zip(*outputs, strict=True))
-        return np.concatenate(outputs)
+        return keras.tree.map_structure(lambda *parts: np.concatenate(parts), *outputs)
 
-    def _empty_output(self):
+    def _empty_output(self, source_length):
+        ids = np.zeros((0, self.max_length), "int32")
         if getattr(self.sampler, "return_all_beams", False):
             beams = self.sampler.num_beams
-            return np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
-        return np.zeros((0, self.max_length), "int32")
+            ids = np.zeros((0, beams, self.max_length), "int32"), np.zeros((0, beams), "float32")
+        if self.record_attention:
+            rows = (0, self.sampler.num_beams) if isinstance(ids, tuple) else (0,)
+            return ids, np.zeros((*rows, self.max_length, source_length), "float32")
+        return ids
 
 
 def start_decoding(model, source, beams=1, training=None):
@@ -256,86 +290,21 @@ def check_supported(sampler):
             )
 
 
-def sequence_logits(dense, sequence):
-    """The output layer `dense` on a sequence `(batch_size, T, d)`, multiplied as the matrix
-    `(batch_size * T, d)`: the values of `dense(sequence)`, without its Keras mask (which
-    `MaskCarrier` puts back). On JAX, XLA compiles the gradient of the three-dimensional
-    product of a vocabulary-sized output layer into a much slower program than the matrix's;
-    the default model's training step at 8,000 subwords takes 0.71–0.74 of the time this way
-    (`benchmarks/speed/output_layer.py`). Other backends run the same either way.
-
-    On torch a plain float32 `Dense` adds its bias inside the product: the matrix gets a
-    column of ones and the kernel the bias as its last row, so one matrix product gives
-    `x @ kernel + bias` (as torch's own `Linear` does with `addmm`) and its weight gradient
-    gives the bias's, where Keras' `Dense` adds the bias in a pass over the `(rows, V)` logits
-    and sums their gradient in another (`python -m benchmarks.speed output_layer --other
-    separate-bias`).
-    """
-    batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
-    logits = dense_rows(dense, ops.reshape(sequence, (-1, sequence.shape[-1])))
-    return ops.reshape(logits, (batch, steps, logits.shape[-1]))
-
-
-def step_logits(dense, attentional, logits_bias=None):
-    """The output layer `dense`'s logits for one step, plus `logits_bias` (float32). A plain
-    float32 `Dense` adds its bias and `logits_bias` to the product in one add (a pass
-    over `(rows, V)` fewer per step; the sum is the same, `logits_bias` being zero
-    wherever it is not the masked score)."""
-    if logits_bias is None:
-        return step_call(dense, attentional)
-    if plain_float32_dense(dense) and ops.is_tensor(attentional):
-        bias = ops.convert_to_tensor(dense.bias) + logits_bias
-        return ops.matmul(attentional, dense.kernel) + bias
-    return ops.cast(step_call(dense, attentional), "float32") + logits_bias
-
-
-class GeneratorCache:
-    """The generators of one model, keyed by decoding setting, the most recently used kept
-    (at most `capacity`). Not a dict: Keras tracks the layers in a model's dicts as its
-    sublayers, and a generator holds the model, it is not part of it (nor of its `.keras`
-    file)."""
-
-    def __init__(self, capacity=8):
-        self.capacity = capacity
-        self._by_key = collections.OrderedDict()
-
-    def __len__(self):
-        return len(self._by_key)
-
-    def __contains__(self, key):
-        return key in self._by_key
-
-    def get(self, key, make):
-        """The generator kept under `key`, or a new one from `make()`, kept."""
-        if key in self._by_key:
-            self._by_key.move_to_end(key)
-            return self._by_key[key]
-        generator = self._by_key[key] = make()
-        while len(self._by_key) > self.capacity:
-            self._by_key.popitem(last=False)
-        return generator
-
-    def discard(self, key):
-        self._by_key.pop(key, None)
-
-    def clear(self):
-        self._by_key.clear()
-
-
-def sampler_key(sampler):
-    """What a compiled generator depends on of its sampler: its class and its config."""
-    config = sampler.get_config() if hasattr(sampler, "get_config") else {}
-    cls = type(sampler)
-    return f"{cls.__module__}.{cls.__qualname__}", json.dumps(config, sort_keys=True, default=repr)
-
-
 def get_generator(
-    model, max_length, sampler=None, stop_token_ids="auto", row_bounds=None, prefixed=False
+    model,
+    max_length,
+    sampler=None,
+    stop_token_ids="auto",
+    row_bounds=None,
+    prefixed=False,
+    record_attention=False,
 ):
-    """`(generator, key)`: the model's generator for these settings, made and kept if new."""
+    """`(generator, key)`: the model's generator for these settings, made and kept if new
+    (recording the attention, if asked, where the sampler `returns_cache`)."""
     max_length = check_integer("max_length", max_length, maximum=MAX_LENGTH)
     sampler = samplers.get(model.sampler if sampler is None else sampler)
     check_supported(sampler)
+    record_attention = bool(record_attention and getattr(sampler, "returns_cache", False))
     if not model.built:  # decoding an untrained model is valid (if useless): build it
         ones = ops.ones((1, 1), "int32")
         model((ones, ones))
@@ -357,11 +326,18 @@ def get_generator(
             f"target_vocabulary_size={model.target_vocabulary_size}). "
             f"Received: stop_token_ids={stop_token_ids!r}"
         )
-    key = (max_length, stop_token_ids, row_bounds, prefixed, *sampler_key(sampler))
+    key = (max_length, stop_token_ids, row_bounds, prefixed, record_attention)
+    key += sampler_key(sampler)
     generator = model.generators.get(
         key,
         lambda: Seq2SeqGenerator(
-            model, max_length, sampler, stop_token_ids, row_bounds, prefixed=prefixed
+            model,
+            max_length,
+            sampler,
+            stop_token_ids,
+            row_bounds,
+            prefixed=prefixed,
+            record_attention=record_attention,
         ),
     )
     return generator, key
@@ -377,15 +353,34 @@ def teacher_forced_input(target_out, start_token):
 
 
 def generate_ids(
-    model, source, max_length, sampler, batch_size, row_bounds=None, prefix=None, **settings
+    model,
+    source,
+    max_length,
+    sampler,
+    batch_size,
+    row_bounds=None,
+    prefix=None,
+    record_attention=False,
+    **settings,
 ):
     """Runs the model's kept generator of these settings on int32 source ids (each output
-    beginning with its row of `prefix`, checked ids `(B, P)`, if given)."""
+    beginning with its row of `prefix`, checked ids `(B, P)`, if given). With
+    `record_attention`, `(outputs, weights)`: the steps' attention weights `(B, max_length, S)`
+    as the loop recorded them, or `None` where the sampler does not return its cache."""
     generator, key = get_generator(
-        model, max_length, sampler, row_bounds=row_bounds, prefixed=prefix is not None, **settings
+        model,
+        max_length,
+        sampler,
+        row_bounds=row_bounds,
+        prefixed=prefix is not None,
+        record_attention=record_attention,
+        **settings,
     )
     try:
-        return generator.generate(source, batch_size, prefix)
+        outputs = generator.generate(source, batch_size, prefix)
+        if not record_attention:
+            return outputs
+        return outputs if generator.record_attention else (outputs, None)
     except BaseException:
         # A call that raised may leave a broken compiled function behind: keep nothing.
         model.generators.discard(key)

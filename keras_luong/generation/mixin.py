@@ -6,7 +6,8 @@ import keras
 from keras_luong import samplers
 from keras_luong.generation import export_formats
 from keras_luong.generation.bounds import LENGTH_BOUND
-from keras_luong.generation.generator import GeneratorCache, get_generator, start_decoding
+from keras_luong.generation.cache import GeneratorCache
+from keras_luong.generation.generator import get_generator, start_decoding
 from keras_luong.generation.scoring import score_ids
 from keras_luong.generation.translation import generate_checked, translate_texts
 
@@ -197,8 +198,10 @@ class GenerationMixin:
             batch_size: Sources decoded at once.
             return_attention_scores: Also return the alignments of the decoded tokens,
                 `(B, max_length, S)` (`(B, num_beams, max_length, S)` with all beams), zero
-                after the end token: the decoder re-run over its own output, which gives the
-                decoding steps' weights exactly (step decoding equals teacher forcing).
+                after the end token: the weights of the steps that generated them, recorded
+                in the decoding loop (keras-luong's samplers); the outputs of a sampler that
+                does not return its cache (keras-hub's) are decoded once more with teacher
+                forcing for them, which gives the same weights.
             length_bound: `(a, b)`, the default `max_length` as `a ×` the source's tokens
                 `+ b` (fairseq's `--max-len-a` and `--max-len-b`). Defaults to `(1.5, 10)`.
             prefix: Target ids `(B, P)`, 0 after each row's, that each output begins with

@@ -45,11 +45,20 @@ def generate_checked(
     cut = cut_to_longest_source(source, model.longest_source)
     prefix = check_prefix(model, prefix, len(source), max_length)
     generated = generate_ids(
-        model, cut, max_length, sampler, batch_size, prefix=prefix, stop_token_ids=stop_token_ids
+        model,
+        cut,
+        max_length,
+        sampler,
+        batch_size,
+        prefix=prefix,
+        stop_token_ids=stop_token_ids,
+        record_attention=return_attention_scores,
     )
     if not return_attention_scores:
         return generated
-    alignments = generated_alignments(model, cut, generated, max_length)
+    generated, alignments = generated
+    if alignments is None:
+        alignments = generated_alignments(model, cut, generated, max_length)
     padding = [(0, 0)] * (alignments.ndim - 1) + [(0, source.shape[1] - cut.shape[1])]
     return generated, np.pad(alignments, padding)  # the cut padding's weights: zeros
 
@@ -118,6 +127,9 @@ def translate_texts(
         if max_length is None:
             bound = length_bucket(bounds.max(initial=1))
     results, alignments, token_scores = [None] * len(rows), [None] * len(rows), [None] * len(rows)
+    # Greedy decoding and sampling record their steps' attention as they decode; other
+    # samplers' outputs are decoded once more with teacher forcing where weights are needed.
+    record = return_alignments or replace_unk
     target_vocabulary = vocabularies["target"]
     for indices, filled, length in batch_plan(
         [len(r) for r in rows], batch_size, tokens_per_batch, longest
@@ -135,12 +147,17 @@ def translate_texts(
             batch_size,
             row_bounds=length_bound if max_length is None else None,
             prefix=prefix,
+            record_attention=record,
             **kwargs,
         )
+        weights = None
+        if record:
+            generated, weights = generated
         # The rows that filled the batch out are dropped.
         kept = slice(len(indices))
         source = source[kept]
         generated = keras.tree.map_structure(lambda part, kept=kept: part[kept], generated)
+        weights = None if weights is None else weights[kept]
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
         scores = None
         if isinstance(generated, tuple):  # every beam, with its score
@@ -152,8 +169,9 @@ def translate_texts(
             found = generated_token_scores(model, source, ids, target_vocabulary)
             for row, i in enumerate(indices):
                 token_scores[i] = found[row]
-        weights = None
-        if return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
+        if weights is not None:  # zero past each row's own bound, as the ids
+            weights = np.where(ids[..., None] == 0, 0.0, weights).astype("float32")
+        elif return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
             weights = generated_alignments(model, source, ids, bound)
         for row, i in enumerate(indices):
             source_tokens = None if weights is None else vocabularies["source"].tokenize(texts[i])

@@ -53,8 +53,10 @@ class Alignment(
 class Aligner(keras.Model):
     """A model's attention weights over a teacher-forced target, `(source, target_in)` to
     `(B, T, S)`, as one compiled function (`predict_on_batch`: jitted on JAX, XLA on
-    TensorFlow): the model called eagerly took 10x greedy decoding's time on JAX (2-core
-    CPU, `benchmarks/speed/decoding_controls.py`)."""
+    TensorFlow; the model called eagerly took 10x greedy decoding's time on JAX). The
+    alignments of a sampler that does not record them in its loop (one that does not
+    return its cache, as keras-hub's); the pass took 1.44x greedy decoding's time where the
+    loop's record takes 1.00x (`python -m benchmarks.speed decoding_controls`, JAX)."""
 
     def __init__(self, seq2seq, **kwargs):
         super().__init__(**kwargs)
@@ -66,7 +68,8 @@ class Aligner(keras.Model):
 
 def generated_alignments(model, source, generated, max_length):
     """The alignments of generated ids: the decoder re-run over its own output (step decoding
-    equals teacher forcing), zero after the end token."""
+    equals teacher forcing), zero after the end token. For a sampler that does not record
+    them in its decoding loop."""
     ids = generated[0] if isinstance(generated, tuple) else generated
     flat = np.reshape(ids, (-1, max_length))
     if flat.shape[0] == 0:

@@ -11,6 +11,7 @@ from keras_luong.attention import (
 )
 from keras_luong.attention.alignments import make_attention
 from keras_luong.backend.loops import step_call
+from keras_luong.backend.ops import sequence_logits, step_logits
 from keras_luong.checks import (
     TokenIdChecks,
     check_token_ids,
@@ -19,7 +20,6 @@ from keras_luong.checks import (
 from keras_luong.data.token_ids import known_ids
 from keras_luong.data.vocabulary_assets import VocabularyAssetsMixin
 from keras_luong.decoders.timings import make_decoder
-from keras_luong.generation.generator import sequence_logits, step_logits
 from keras_luong.generation.mixin import GenerationMixin
 from keras_luong.models import scheduled_sampling as scheduled
 from keras_luong.models.arguments import arguments_from_config, check_arguments, stored_config

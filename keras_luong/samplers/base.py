@@ -33,6 +33,14 @@ class Sampler:
     float32 (zeros before the first step), which a coverage penalty reads. A name generation
     does not provide is a `ValueError` when the generator is built.
 
+    **A sampler that returns its cache** (`returns_cache`, true for this loop and beam
+    search) gives `(outputs, cache)` when called with `return_cache=True`: the cache after
+    the last step, its rows those of the outputs. Generation then records the alignments
+    inside the loop (`generate(..., return_attention_scores=True)`, `translate(...,
+    return_alignments=True)`); other samplers' outputs are decoded once more, with teacher
+    forcing, for them. A subclass that overrides `__call__` without that argument sets
+    `returns_cache = False`.
+
     Args:
         temperature: Divides the logits before the softmax. Defaults to 1.
         no_repeat_ngram_size: If `n > 0`, a row never repeats an n-gram of its own: a token
@@ -64,6 +72,8 @@ class Sampler:
 
     # What the sampler reads from the cache besides the decoder's states (see above).
     needs = ()
+    # Whether `__call__` takes `return_cache` (see above).
+    returns_cache = True
 
     def __init__(self, temperature=1.0, no_repeat_ngram_size=0, min_length=0, banned_token_ids=()):
         self.temperature = check_number("temperature", temperature, minimum=0, exclusive=True)
@@ -112,6 +122,7 @@ class Sampler:
         stop_token_ids=None,
         hidden_states=None,
         model=None,
+        return_cache=False,
     ):
         steps = ops.shape(prompt)[1] - index
         index = ops.cast(index, "int32")
@@ -138,8 +149,8 @@ class Sampler:
             prompt = write_column(prompt, index, token)
             return prompt, cache, index + 1, mask
 
-        prompt, *_ = decoding_loop(cond, body, (prompt, cache, index, mask), steps)
-        return prompt
+        prompt, cache, *_ = decoding_loop(cond, body, (prompt, cache, index, mask), steps)
+        return (prompt, cache) if return_cache else prompt
 
     def next_token(self, logits, cache, index):
         """The token of each row at position `index` from its `logits` `(rows, vocabulary)`

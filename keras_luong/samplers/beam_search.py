@@ -168,6 +168,7 @@ class BeamSearchSampler(Sampler):
         stop_token_ids=None,
         hidden_states=None,
         model=None,
+        return_cache=False,
     ):
         beams = self.num_beams
         batch_size = ops.shape(prompt)[0]
@@ -210,14 +211,16 @@ class BeamSearchSampler(Sampler):
             logits = self.apply_temperature(logits)
             vocabulary = ops.shape(logits)[-1]
             ids = ops.arange(vocabulary, dtype="int32")
-            # A finished hypothesis has one continuation, padding, at no cost: its logits
-            # become 0 for padding and MASKED_SCORE elsewhere, whose log-softmax is itself.
-            frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
-            logits = ops.where(finished[:, None], frozen[None], logits)
             # log p(token) = logits - normalizer. The candidates' scores are computed from
             # the logits and one number per row (no log-softmax tensor, no candidates
             # tensor): on torch each elementwise op over `rows * vocabulary` is one pass.
-            normalizer = ops.logsumexp(logits, axis=-1)
+            # A finished hypothesis has one continuation, padding, at no cost: its logits
+            # become 0 for padding and MASKED_SCORE elsewhere, whose log-softmax is itself
+            # (normalizer 0, set rather than computed: torch's CPU `exp` of a masked score
+            # takes a slow path, 15-50x its time).
+            normalizer = ops.where(finished, 0.0, ops.logsumexp(logits, axis=-1))
+            frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
+            logits = ops.where(finished[:, None], frozen[None], logits)
             # The bans come after the normalizer (a banned token's mass is lost), and never
             # touch a finished hypothesis: its one continuation is padding.
             running = ops.logical_not(finished)
@@ -268,24 +271,33 @@ class BeamSearchSampler(Sampler):
             prompt = write_column(prompt, index, next_token)
             return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
 
-        prompt, _, _, _, log_probs, _, lengths, attention_sums = decoding_loop(
+        prompt, cache, _, _, log_probs, _, lengths, attention_sums = decoding_loop(
             cond,
             body,
             (prompt, cache, index, mask, log_probs, finished, lengths, attention_sums),
             steps,
         )
+
         # Each step leaves the beams best first, ranked by the score they end with; with a
         # coverage penalty, the final ranking applies it to every hypothesis.
-        prompts = ops.reshape(prompt, (-1, beams, ops.shape(prompt)[-1]))
+        def per_hypothesis(x):
+            return ops.reshape(x, (-1, beams, *x.shape[1:]))
+
+        prompts = per_hypothesis(prompt)
+        cache = tree.map_structure(per_hypothesis, cache)
         scores = ops.reshape(self.length_normalize(log_probs, lengths), (-1, beams))
         if "attention" in self.needs:
             scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
             order = top_k_indices(scores, beams)
             prompts = take_along_rows(prompts, order)
             scores = take_along_rows(scores, order)
-        if self.return_all_beams:
-            return prompts, scores
-        return prompts[:, 0]
+            cache = tree.map_structure(lambda x: take_along_rows(x, order), cache)
+        # The cache is returned as the outputs are: `(batch, beams, ...)` with every
+        # hypothesis, `(batch, ...)` for the best.
+        outputs = (prompts, scores) if self.return_all_beams else prompts[:, 0]
+        if not self.return_all_beams:
+            cache = tree.map_structure(lambda x: x[:, 0], cache)
+        return (outputs, cache) if return_cache else outputs
 
     def get_config(self):
         config = super().get_config()
