@@ -102,22 +102,25 @@ class Seq2SeqGenerator(keras.Model):
                 prefix = ops.repeat(prefix, beams, axis=0)
             prefix_steps = ops.max(ops.sum(ops.cast(ops.not_equal(prefix, 0), "int32"), axis=1))
 
-            def prefix_bias(forced, position):
-                """`never_bias`, and in a row whose prefix forces a token now (`forced`
-                `(rows, 1)`, 0 past its prefix), MASKED_SCORE on every other token. Compiled,
-                it is computed at every step, fused into the output layer's add; a `cond`
-                that skipped it past the prefix copied the logits at every step (beam
-                search 1.10x its time). Eager (torch), a pass over the `(rows, V)` logits
-                each, it is skipped there (beam 1.57x its time where it was not; `python -m
+            def prefix_only(forced):
+                """`(rows, V)`: where a row's prefix forces a token now (`forced` `(rows, 1)`,
+                0 past its prefix), MASKED_SCORE on every other token."""
+                others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
+                return ops.where(others, MASKED_SCORE, 0.0)
+
+            def follow_prefix(logits, forced, position):
+                """The logits with the prefix's mask. Compiled, it is added to `never_bias`
+                at every step, in the output layer's add, which XLA fuses (a `cond` that
+                skipped it past the prefix copied the logits at every step: beam search
+                1.10x its time). Eager (torch), where each op is a pass over the `(rows, V)`
+                logits, it is applied within the longest prefix only, as a select (beam
+                search 1.18x its time with the mask in the bias; `python -m
                 benchmarks.speed decoding_controls`)."""
-
-                def forcing():
-                    others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
-                    return never_bias + ops.where(others, MASKED_SCORE, 0.0)
-
-                if self.jit_compile:
-                    return forcing()
-                return ops.cond(ops.less(position, prefix_steps), forcing, lambda: never_bias)
+                return ops.cond(
+                    ops.less(position, prefix_steps),
+                    lambda: ops.where(ops.not_equal(forced, 0), prefix_only(forced), logits),
+                    lambda: logits,
+                )
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
         # reads each step's attention from the cache, sampling its uniform numbers.
@@ -132,7 +135,8 @@ class Seq2SeqGenerator(keras.Model):
             bias = never_bias
             if self.prefixed:  # the token each row's prefix forces now, 0 past it
                 forced = ops.take(prefix, index - 1, axis=1)[:, None]
-                bias = prefix_bias(forced, index - 1)
+                if self.jit_compile:
+                    bias = never_bias + prefix_only(forced)
             # The logits in float32 (so that the mask constant fits under mixed precision
             # too), plus the bias.
             logits, attentional, states, *weights = model.next_token_logits(
@@ -148,6 +152,8 @@ class Seq2SeqGenerator(keras.Model):
                 if self.prefixed:  # a prefix runs past its row's bound
                     ended = ops.logical_and(ended, ops.equal(forced, 0))
                 logits = ops.where(ended, only_stop[None], logits)
+            if self.prefixed and not self.jit_compile:
+                logits = follow_prefix(logits, forced, index - 1)
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}
