@@ -127,8 +127,8 @@ def translate_texts(
         if max_length is None:
             bound = length_bucket(bounds.max(initial=1))
     results, alignments, token_scores = [None] * len(rows), [None] * len(rows), [None] * len(rows)
-    # Greedy decoding and sampling record their steps' attention as they decode; other
-    # samplers' outputs are decoded once more with teacher forcing where weights are needed.
+    # keras-luong's samplers record their steps' attention as they decode; the outputs of
+    # others (keras-hub's) are decoded once more, teacher forced, where weights are needed.
     record = return_alignments or replace_unk
     target_vocabulary = vocabularies["target"]
     for indices, filled, length in batch_plan(

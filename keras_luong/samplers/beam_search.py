@@ -174,6 +174,7 @@ class BeamSearchSampler(Sampler):
         batch_size = ops.shape(prompt)[0]
         steps = ops.shape(prompt)[1] - index
         index = ops.cast(index, "int32")
+        start = index
         mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
         has_cache = cache is not None
         cache = cache if has_cache else ()
@@ -219,16 +220,19 @@ class BeamSearchSampler(Sampler):
             # (normalizer 0, set rather than computed: torch's CPU `exp` of a masked score
             # takes a slow path, 15-50x its time).
             normalizer = ops.where(finished, 0.0, ops.logsumexp(logits, axis=-1))
+            # The bans come after the normalizer (a banned token's mass is lost), and before
+            # the freeze, which leaves a finished hypothesis its one continuation whatever
+            # they ban. Every running hypothesis has generated `index - start` tokens, so
+            # the bans are one row for all, applied in one pass over `rows * vocabulary`
+            # where a row each, with the ended rows spared, took three (on torch, where
+            # each op is such a pass: `python -m benchmarks.speed decoding_controls`).
+            logits = self.block_repeats(logits, prompt, index)
+            banned = self.bans(vocabulary, index - start, stop_token_ids)
+            if banned is not None:
+                logits = ops.where(banned, MASKED_SCORE, logits)
             frozen = ops.where(ops.equal(ids, 0), 0.0, MASKED_SCORE)
             logits = ops.where(finished[:, None], frozen[None], logits)
-            # The bans come after the normalizer (a banned token's mass is lost), and never
-            # touch a finished hypothesis: its one continuation is padding.
             running = ops.logical_not(finished)
-            logits = self.block_repeats(logits, prompt, index, active=running)
-            banned = self.bans(vocabulary, lengths, stop_token_ids)
-            if banned is not None:
-                banned = ops.logical_and(banned, running[:, None])
-                logits = ops.where(banned, MASKED_SCORE, logits)
             offset = log_probs - normalizer  # candidates = logits + offset
             candidate_lengths = lengths + ops.cast(running, "int32")
             # scores = length_normalize(candidates) (+ the coverage penalty of the ended).
@@ -284,20 +288,22 @@ class BeamSearchSampler(Sampler):
             return ops.reshape(x, (-1, beams, *x.shape[1:]))
 
         prompts = per_hypothesis(prompt)
-        cache = tree.map_structure(per_hypothesis, cache)
+        # With `return_cache`, the cache is returned as the outputs are: `(batch, beams,
+        # ...)` with every hypothesis, `(batch, ...)` for the best.
+        cache = tree.map_structure(per_hypothesis, cache) if return_cache else None
         scores = ops.reshape(self.length_normalize(log_probs, lengths), (-1, beams))
         if "attention" in self.needs:
             scores = scores + ops.reshape(self.coverage(attention_sums), (-1, beams))
             order = top_k_indices(scores, beams)
             prompts = take_along_rows(prompts, order)
             scores = take_along_rows(scores, order)
-            cache = tree.map_structure(lambda x: take_along_rows(x, order), cache)
-        # The cache is returned as the outputs are: `(batch, beams, ...)` with every
-        # hypothesis, `(batch, ...)` for the best.
-        outputs = (prompts, scores) if self.return_all_beams else prompts[:, 0]
-        if not self.return_all_beams:
-            cache = tree.map_structure(lambda x: x[:, 0], cache)
-        return (outputs, cache) if return_cache else outputs
+            if return_cache:
+                cache = tree.map_structure(lambda x: take_along_rows(x, order), cache)
+        if self.return_all_beams:
+            return ((prompts, scores), cache) if return_cache else (prompts, scores)
+        if return_cache:
+            return prompts[:, 0], tree.map_structure(lambda x: x[:, 0], cache)
+        return prompts[:, 0]
 
     def get_config(self):
         config = super().get_config()
