@@ -201,12 +201,16 @@ PROGRAM = None
 
 def command_line():
     """The command that runs this process, as a page quotes it: `KERAS_BACKEND=... python -m
-    benchmarks.<name> ...` (or `python -m benchmarks.speed <case> ...`)."""
+    benchmarks.<name> ...` (or `python -m benchmarks.speed <case> ...`), after
+    `OMP_NUM_THREADS=...` where it is set (a CPU's timings depend on it)."""
     import keras
 
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     program = PROGRAM or (["-m", spec.name] if spec is not None else [sys.argv[0]])
-    return " ".join([f"KERAS_BACKEND={keras.backend.backend()}", "python", *program, *sys.argv[1:]])
+    threads = os.environ.get("OMP_NUM_THREADS")
+    environment = [f"OMP_NUM_THREADS={threads}"] if threads else []
+    environment.append(f"KERAS_BACKEND={keras.backend.backend()}")
+    return " ".join([*environment, "python", *program, *sys.argv[1:]])
 
 
 def run_named(package, names, argv, listing):

@@ -80,7 +80,7 @@ def test_every_benchmark_a_page_names_exists():
     assert not missing
 
 
-def test_speed_cases_are_listed_and_run_by_name(capsys):
+def test_speed_cases_are_listed_and_run_by_name(capsys, monkeypatch):
     from benchmarks import speed
     from benchmarks.speed.__main__ import listing
 
@@ -101,10 +101,14 @@ def test_speed_cases_are_listed_and_run_by_name(capsys):
             run("output_layer", "--help")
         assert exit.value.code == 0
         assert capsys.readouterr().out.startswith("usage: python -m benchmarks.speed output_layer")
-        # The results file records the command as the case was run.
-        assert harness.command_line().split(" ", 1)[1] == (
-            "python -m benchmarks.speed output_layer --help"
-        )
+        # The results file records the command as the case was run, with the threads.
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert harness.command_line().split(" ", 2)[::2] == [
+            "OMP_NUM_THREADS=1",
+            "python -m benchmarks.speed output_layer --help",
+        ]
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert harness.command_line().startswith("KERAS_BACKEND=")
     finally:
         sys.argv, harness.PROGRAM = program, None
 
@@ -296,10 +300,14 @@ def test_the_decoding_controls_results_give_each_setting_over_its_sampler(tmp_pa
     from benchmarks.speed import decoding_controls
 
     times = {"greedy": [0.10, 0.30, 0.20], "greedy, prefix of 5": [0.22, 0.21, 0.50]}
-    rows = decoding_controls.table(times, [("greedy", "greedy"), ("greedy, prefix of 5", "greedy")])
+    # Each call over its paired base call: 0.22 / 0.10, 0.21 / 0.30, 0.50 / 0.20.
+    ratios = {"greedy": [], "greedy, prefix of 5": [2.2, 0.7, 2.5]}
+    settings = [("greedy", "greedy"), ("greedy, prefix of 5", "greedy")]
+    rows = decoding_controls.table(times, ratios, settings)
     assert rows == [
         {"setting": "greedy", "ms": "200.0", "ratio": "1.000"},
-        {"setting": "greedy, prefix of 5", "ms": "220.0", "ratio": "1.100"},  # medians
+        # The median time, and the median of the pairs' ratios (not 220 / 200).
+        {"setting": "greedy, prefix of 5", "ms": "220.0", "ratio": "2.200"},
     ]
     keys = [decoding_controls.figure_key(label) for label, *_ in decoding_controls.settings(4)]
     assert "beam_5_prefix_of_5" in keys and "sampling_top_p_0_9" in keys

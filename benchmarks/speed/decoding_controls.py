@@ -8,10 +8,12 @@ The model is `LuongSeq2Seq(8000, 8000, units=256, embedding_dim=128)` (the recip
 its end token's bias lowered so that no row ends early: every setting decodes all `--steps`
 tokens of all `--batch` rows (64 sources of 20 ids), so a ratio is the control's own cost, not
 a change in the outputs' lengths. The settings run in alternating order for `--rounds`
-rounds, each compiled first (JAX, TensorFlow); each ratio is the median time of the setting
-over the median of its sampler without controls, taken in the same rounds. Run nothing else
-beside it. `--json` writes the ratios (`figures`, keyed by `figure_key` of the setting) and
-the rows to a results file that the benchmarks page quotes.
+rounds, each compiled first (JAX, TensorFlow). Each call of a setting is paired with a call of
+its sampler without controls, the two adjacent and in alternating order, and a ratio is the
+median over those pairs: a drift in the machine's speed (PyTorch's CPU times move by 20%
+between runs) reaches both calls of a pair. Run nothing else beside it. `--json` writes the
+ratios (`figures`, keyed by `figure_key` of the setting) and the rows to a results file that
+the benchmarks page quotes.
 """
 
 import argparse
@@ -85,12 +87,24 @@ def main(argv=None):
 
     for _, _, sampler, kwargs in rows:  # the compiles
         run(sampler, kwargs)
+    plain = {label: (sampler, kwargs) for label, base, sampler, kwargs in rows if label == base}
     times = {label: [] for label, *_ in rows}
+    ratios = {label: [] for label, *_ in rows}
     for number in range(args.rounds):
         order = rows if number % 2 == 0 else rows[::-1]
-        for label, _, sampler, kwargs in order:
-            times[label] += [run(sampler, kwargs) for _ in range(args.calls)]
-    found = table(times, [(label, base) for label, base, _, _ in rows])
+        for label, base, sampler, kwargs in order:
+            for call in range(args.calls):
+                if label == base:
+                    times[label].append(run(sampler, kwargs))
+                    continue
+                if (number + call) % 2 == 0:
+                    base_time, time_ = run(*plain[base]), run(sampler, kwargs)
+                else:
+                    time_, base_time = run(sampler, kwargs), run(*plain[base])
+                times[label].append(time_)
+                times[base].append(base_time)
+                ratios[label].append(time_ / base_time)
+    found = table(times, ratios, [(label, base) for label, base, _, _ in rows])
     print(f"backend {keras.backend.backend()}, {args.batch} sources, {args.steps} steps")
     print(f"{'setting':30} {'ms':>9} {'x its sampler':>14}")
     for row in found:
@@ -102,13 +116,14 @@ def main(argv=None):
         harness.write_results(args.json, found, figures=figures, settings=measured)
 
 
-def table(times, settings):
-    """A row per `(label, base label)` of `settings`: the setting, its median time in ms and
-    that median over its base's, from `times` (each label's seconds)."""
+def table(times, ratios, settings):
+    """A row per `(label, base label)` of `settings`: the setting, its median time in ms from
+    `times` (each label's seconds), and the median of its `ratios` (each call's time over its
+    paired call of the base; 1 for a base)."""
     rows = []
     for label, base in settings:
         median = statistics.median(times[label])
-        ratio = median / statistics.median(times[base])
+        ratio = 1.0 if label == base else statistics.median(ratios[label])
         rows.append({"setting": label, "ms": f"{1000 * median:.1f}", "ratio": f"{ratio:.3f}"})
     return rows
 
