@@ -1,7 +1,7 @@
 """The figures of the translation notebook's saved run, written once for every page that quotes
 them.
 
-    make notebooks NOTEBOOKS=examples/06_translation.ipynb   # the run (JAX, about 27 minutes)
+    make notebooks NOTEBOOKS=examples/06_translation.ipynb   # the run (JAX, about 16 minutes)
     python -m benchmarks.notebook_figures                     # then its figures
 
 Reads `examples/06_translation.ipynb`'s saved outputs (each epoch's log line and the test set's
@@ -37,7 +37,8 @@ SETTINGS = {
     "num_beams": "5",
     "dropout": "0.3",
 }
-EPOCH = re.compile(r"^\d+/\d+ - (\d+)s - .*val_attention_diagonal: ([\d.]+) - val_bleu: ([\d.]+)")
+# An epoch's log line: Keras writes the logs in the order the callbacks added them.
+EPOCH = re.compile(r"^\d+/\d+ - (\d+)s - .*val_attention_diagonal: ([\d.]+) - .*val_bleu: ([\d.]+)")
 TEST = re.compile(r"(\d+) test sentences, BLEU: greedy ([\d.]+), beam ([\d.]+)")
 
 
