@@ -131,11 +131,11 @@ demo: install
 results: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.variants --output docs/results.md
 
-# The tables of docs/luong_vs_bahdanau.md (printed) and its figure: seven models at one budget,
-# three seeds each (about 30 minutes; not part of CI).
+# docs/luong_vs_bahdanau.md's tables and figures (its results file) and its picture: seven
+# models at one budget, three seeds each (about 30 minutes; not part of CI).
 luong-vs-bahdanau: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.luong_vs_bahdanau --seeds 0,1,2 \
-		--figure docs/luong_vs_bahdanau_attention.png
+		--json docs/results/luong_vs_bahdanau.json --figure docs/luong_vs_bahdanau_attention.png
 
 # Grapheme-to-phoneme on CMUdict: one model, at most an hour of training (not part of CI).
 # Options after G2P_ARGS, e.g. make g2p G2P_ARGS="--minutes 10 --alignment local-p".

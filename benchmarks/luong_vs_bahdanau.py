@@ -1,7 +1,8 @@
 """Luong's attention against Bahdanau's on the dates task, at one budget.
 
     KERAS_BACKEND=jax python -m benchmarks.luong_vs_bahdanau [--epochs 8] [--examples 12000] \
-        [--seeds 0,1,2] [--output tables.md] [--figure docs/luong_vs_bahdanau_attention.png]
+        [--seeds 0,1,2] [--output tables.md] [--json docs/results/luong_vs_bahdanau.json] \
+        [--figure docs/luong_vs_bahdanau_attention.png]
 
 Seven models trained with the same data, epochs and optimizer, from each seed of `--seeds`:
 Luong's decoder (attend with h_t after the RNN step, input feeding, h̃ = tanh(W_c [c; h]))
@@ -10,9 +11,10 @@ decoder (tensorflow-addons' AttentionWrapper: its timing is Luong's); and Bahdan
 Bengio's own decoder (attend with s_{t-1}, [y; c] into the LSTM, maxout deep output) with
 the additive and the general score, so that the score and the timing are seen apart.
 
-Prints (and writes as Markdown) held-out exact match of greedy decoding, alignment accuracy
-and AER of the teacher-forced attention, the trainable weights and the training time, for
-each seed and then each model's mean and range over the seeds; then
+Prints (and writes as Markdown, or as the results file the page reads) held-out exact match
+of greedy decoding, alignment accuracy and AER of the teacher-forced attention, the trainable
+weights and the training time, for each seed and then each model's mean and range over the
+seeds; then
 the train-step and greedy-decoding times of each trained model, the fastest of rounds
 interleaved in this one process, as ratios to Luong's general score (the first seed's
 models). With `--figure`, draws each model's attention (first seed) on one test example side
@@ -30,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks.harness import write_results  # noqa: E402
 from keras_luong import LuongSeq2Seq, SequenceLoss  # noqa: E402
 from keras_luong.datasets import dates  # noqa: E402
 
@@ -133,6 +136,68 @@ def summary(values, spec):
     )
 
 
+def slug(name):
+    """A model's name as a results file's key: `Bahdanau (2015)` -> `bahdanau_2015`."""
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+# The results file's tables: (key, header, aligned right) of each column.
+TABLES = {
+    "seeds": [
+        ("model", "model", False),
+        ("seed", "seed", True),
+        ("exact", "exact match", True),
+        ("accuracy", "alignment accuracy", True),
+        ("aer", "AER", True),
+        ("weights", "weights", True),
+        ("seconds", "train time", True),
+    ],
+    "summary": [
+        ("model", "model", False),
+        ("exact", "exact match", True),
+        ("accuracy", "alignment accuracy", True),
+        ("aer", "AER", True),
+        ("weights", "weights", True),
+    ],
+    "speed": [
+        ("model", "model", False),
+        ("train", "train step", True),
+        ("train_ratio", f"× {REFERENCE}", True),
+        ("greedy", "greedy", True),
+        ("greedy_ratio", f"× {REFERENCE}", True),
+    ],
+}
+
+
+def markdown(columns, rows):
+    """The markdown lines of a table of `rows` (dicts of strings) in `columns`."""
+    lines = ["| " + " | ".join(header for _, header, _ in columns) + " |"]
+    lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
+    lines += ["| " + " | ".join(row[key] for key, _, _ in columns) + " |" for row in rows]
+    return lines
+
+
+def figures(scores, seeds, times):
+    """The figures the page's text quotes, by model: the mean, lowest and highest over `seeds`
+    of exact match and alignment accuracy (in %, one decimal), each seed's, the mean AER, and
+    the step-time ratios to `REFERENCE`."""
+    found = {}
+    reference = times[REFERENCE]
+    for name, rows in scores.items():
+        key = slug(name)
+        exact, accuracy, aer = np.array(rows).T
+        for measure, values in (("exact", exact), ("accuracy", accuracy)):
+            found[f"{key}_{measure}_mean"] = f"{100 * values.mean():.1f}"
+            found[f"{key}_{measure}_lowest"] = f"{100 * values.min():.1f}"
+            found[f"{key}_{measure}_highest"] = f"{100 * values.max():.1f}"
+            for seed, value in zip(seeds, values, strict=True):
+                found[f"{key}_{measure}_{seed}"] = f"{100 * value:.1f}"
+        found[f"{key}_aer_mean"] = f"{aer.mean():.3f}"
+        found[f"{key}_train_ratio"] = f"{times[name]['train'] / reference['train']:.2f}"
+        found[f"{key}_greedy_ratio"] = f"{times[name]['greedy'] / reference['greedy']:.2f}"
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=8)
@@ -143,22 +208,29 @@ def main():
     parser.add_argument("--data-seed", type=int, default=0, help="the dates' seed (default: 0)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--output", help="write the tables as Markdown to this file")
+    parser.add_argument("--json", metavar="FILE", help="write the tables and figures to this file")
     parser.add_argument("--figure", help="draw the attention of every model to this PNG")
     args = parser.parse_args()
 
     seeds = [int(seed) for seed in args.seeds.split(",")]
     data = dates.load_data(args.examples, seed=args.data_seed)
+    settings = {
+        "train_examples": f"{len(data['train']['source']):,}",
+        "test_examples": f"{len(data['test']['source']):,}",
+        "epochs": str(args.epochs),
+        "units": str(args.units),
+        "seeds": ", ".join(map(str, seeds)),
+        "rounds": str(args.rounds),
+    }
     header = (
-        f"Dates task, {len(data['train']['source'])} training / {len(data['test']['source'])} "
+        f"Dates task, {settings['train_examples']} training / {settings['test_examples']} "
         f"test examples, {args.epochs} epochs, units {args.units}, batch 64, Adam with cosine "
         f"decay from 3e-3, backend {keras.backend.backend()}, data seed {args.data_seed}, "
-        f"model seeds {', '.join(map(str, seeds))}."
+        f"model seeds {settings['seeds']}."
     )
     print(header, flush=True)
-    per_seed = [
-        "| model | seed | exact match | alignment accuracy | AER | weights | train time |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    print("\n".join(markdown(TABLES["seeds"], [])), flush=True)
+    tables = {key: [] for key in TABLES}
     models, attention, scores = {}, {}, {name: [] for name in MODELS}
     for seed in seeds:
         for name, options in MODELS.items():
@@ -167,50 +239,67 @@ def main():
             scores[name].append((exact, accuracy, aer))
             if seed == seeds[0]:
                 models[name], attention[name] = model, weights
-            row = (
-                f"| {name} | {seed} | {exact:.2%} | {accuracy:.2%} | {aer:.3f} "
-                f"| {model.count_params():,} | {seconds:.0f} s |"
-            )
-            per_seed.append(row)
-            print(row, flush=True)
-    quality = [
-        "| model | exact match | alignment accuracy | AER | weights |",
-        "|---|---:|---:|---:|---:|",
-    ]
+            row = {
+                "model": name,
+                "seed": str(seed),
+                "exact": f"{exact:.2%}",
+                "accuracy": f"{accuracy:.2%}",
+                "aer": f"{aer:.3f}",
+                "weights": f"{model.count_params():,}",
+                "seconds": f"{seconds:.0f} s",
+            }
+            tables["seeds"].append(row)
+            print(markdown(TABLES["seeds"], [row])[-1], flush=True)
     for name, rows in scores.items():
         exact, accuracy, aer = np.array(rows).T
-        quality.append(
-            f"| {name} | {summary(exact, '.2%')} | {summary(accuracy, '.2%')} "
-            f"| {summary(aer, '.3f')} | {models[name].count_params():,} |"
+        tables["summary"].append(
+            {
+                "model": name,
+                "exact": summary(exact, ".2%"),
+                "accuracy": summary(accuracy, ".2%"),
+                "aer": summary(aer, ".3f"),
+                "weights": f"{models[name].count_params():,}",
+            }
         )
-    print("\n".join(quality), flush=True)
+    print("\n".join(markdown(TABLES["summary"], tables["summary"])), flush=True)
     times = step_times(models, data, args.rounds)
     reference = times[REFERENCE]
-    speed = [
-        f"| model | train step (64) | × {REFERENCE} | greedy, 64 sources | × {REFERENCE} |",
-        "|---|---:|---:|---:|---:|",
-    ]
     for name, t in times.items():
-        row = (
-            f"| {name} | {1000 * t['train']:.1f} ms | {t['train'] / reference['train']:.2f} "
-            f"| {1000 * t['greedy']:.1f} ms | {t['greedy'] / reference['greedy']:.2f} |"
+        tables["speed"].append(
+            {
+                "model": name,
+                "train": f"{1000 * t['train']:.1f} ms",
+                "train_ratio": f"{t['train'] / reference['train']:.2f}",
+                "greedy": f"{1000 * t['greedy']:.1f} ms",
+                "greedy_ratio": f"{t['greedy'] / reference['greedy']:.2f}",
+            }
         )
-        speed.append(row)
-        print(row, flush=True)
+    print("\n".join(markdown(TABLES["speed"], tables["speed"])), flush=True)
     if args.figure:
         draw(attention, data, args.figure)
+    if args.json:
+        write_results(
+            args.json,
+            tables["seeds"],
+            settings=settings,
+            figures=figures(scores, seeds, times),
+            # The runs are the file's rows; the tables derived from them carry their own.
+            tables={
+                key: {"columns": [list(column) for column in TABLES[key]]}
+                | ({} if key == "seeds" else {"rows": rows})
+                for key, rows in tables.items()
+            },
+        )
     if args.output:
         with open(args.output, "w") as f:
-            f.write(f"{header}\n\n" + "\n".join(per_seed) + "\n\n")
+            f.write(f"{header}\n\n" + "\n".join(markdown(TABLES["seeds"], tables["seeds"])))
+            f.write(f"\n\nMean (lowest–highest) over the {len(seeds)} seeds:\n\n")
+            f.write("\n".join(markdown(TABLES["summary"], tables["summary"])))
             f.write(
-                f"Mean (lowest–highest) over the {len(seeds)} seeds:\n\n"
-                + "\n".join(quality)
-                + "\n\n"
+                f"\n\nStep times of the trained models, the fastest of {args.rounds} "
+                "interleaved rounds in one process:\n\n"
             )
-            f.write(
-                f"Step times of the trained models, the fastest of {args.rounds} interleaved "
-                "rounds in one process:\n\n" + "\n".join(speed) + "\n"
-            )
+            f.write("\n".join(markdown(TABLES["speed"], tables["speed"])) + "\n")
 
 
 if __name__ == "__main__":

@@ -314,3 +314,48 @@ def test_the_decoding_controls_results_give_each_setting_over_its_sampler(tmp_pa
     keys = [decoding_controls.figure_key(label) for label, *_ in decoding_controls.settings(4)]
     assert "beam_5_prefix_of_5" in keys and "sampling_top_p_0_9" in keys
     assert len(set(keys)) == len(keys)  # one figure each
+
+
+def test_luong_vs_bahdanau_figures_and_tables_as_the_page_renders_them():
+    """The comparison's results file: the figures its page's text quotes are the seeds' mean,
+    lowest and highest (in %, one decimal) and the step-time ratios to Luong's general score;
+    the script's Markdown tables are the ones docs/_ext/figures.py renders from the file."""
+    from benchmarks import luong_vs_bahdanau as script
+    from tests.site_test import load_hook
+
+    assert script.slug("Bahdanau (2015)") == "bahdanau_2015"
+    assert script.slug("Luong, local-p general") == "luong_local_p_general"
+    scores = {
+        "Luong, general": [(0.98, 0.875, 0.1), (0.954, 0.5, 0.3)],
+        "Bahdanau (2015)": [(0.99, 0.9, 0.05), (0.97, 0.95, 0.15)],
+    }
+    times = {"Luong, general": {"train": 0.05, "greedy": 0.02}}
+    times["Bahdanau (2015)"] = {"train": 0.075, "greedy": 0.021}
+    found = script.figures(scores, [4, 7], times)
+    assert found["luong_general_exact_mean"] == "96.7"  # (98 + 95.4) / 2
+    assert found["luong_general_exact_lowest"] == "95.4"
+    assert found["luong_general_accuracy_highest"] == "87.5"
+    assert found["luong_general_accuracy_7"] == "50.0" and found["bahdanau_2015_exact_4"] == "99.0"
+    assert found["bahdanau_2015_aer_mean"] == "0.100"
+    assert found["bahdanau_2015_train_ratio"] == "1.50"
+    assert found["bahdanau_2015_greedy_ratio"] == "1.05"
+    assert found["luong_general_train_ratio"] == "1.00"
+
+    rows = [
+        {"model": "Luong, dot", "train": "50.0 ms", "train_ratio": "0.90"},
+        {"model": "Luong, general", "train": "55.6 ms", "train_ratio": "1.00"},
+    ]
+    columns = [("model", "model", False), ("train", "train", True), ("train_ratio", "×", True)]
+    lines = script.markdown(columns, rows)
+    assert lines == [
+        "| model | train | × |",
+        "|---|---:|---:|",
+        "| Luong, dot | 50.0 ms | 0.90 |",
+        "| Luong, general | 55.6 ms | 1.00 |",
+    ]
+    hook = load_hook("figures")
+    record = {"rows": rows, "tables": {"speed": {"columns": [list(c) for c in columns]}}}
+    hook.results = lambda name: record
+    assert hook.on_page_markdown("<!-- results table: any.speed -->") == "\n".join(lines)
+    with pytest.raises(ValueError, match="no table 'seeds'"):
+        hook.on_page_markdown("<!-- results table: any.seeds -->")

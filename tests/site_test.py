@@ -265,7 +265,9 @@ RESULTS_STATEMENTS = [
         "`make translate",
         "multi30k",
     ),
+    ("luong_vs_bahdanau.md", "## On the dates task", "## Reproduce", "luong_vs_bahdanau"),
 ]
+NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 
 
 def test_the_figures_a_page_quotes_come_from_one_results_file():
@@ -285,14 +287,49 @@ def test_the_figures_a_page_quotes_come_from_one_results_file():
         hook.on_page_markdown("{{ multi30k.nothing }}")
     for page, start, end, name in RESULTS_STATEMENTS:
         record = json.loads((ROOT / "docs" / "results" / f"{name}.json").read_text())
-        held = {v for section in hook.SECTIONS for v in record[section].values()}
-        held |= {value for row in record["rows"] for value in row.values()}
+        held = {v for section in hook.SECTIONS for v in record.get(section, {}).values()}
+        rows = record["rows"] + [
+            r for t in record.get("tables", {}).values() for r in t.get("rows", [])
+        ]
+        held |= {value for row in rows for value in row.values()}
+        held = {number for value in held for number in re.findall(NUMBER, value)}  # 98.5% -> 98.5
         text = (ROOT / "docs" / page).read_text(encoding="utf-8")
         raw = text[text.index(start) : text.index(end, text.index(start))]
         assert f"{{{{ {name}." in raw, page  # the statement quotes the file
         section = hook.on_page_markdown(raw)
-        for number in re.findall(r"(?<![\w.])\d[\d,]*\.\d+", section):
+        for number in re.findall(NUMBER, section):
             assert number in held, f"{page} states {number}, which {name}.json does not hold"
+    # The comparison's summary rows and the figures its text quotes are its runs' means.
+    from benchmarks.luong_vs_bahdanau import slug
+
+    record = json.loads((ROOT / "docs" / "results" / "luong_vs_bahdanau.json").read_text())
+    for row in record["tables"]["summary"]["rows"]:
+        runs = [run for run in record["rows"] if run["model"] == row["model"]]
+        assert len(runs) == len(record["settings"]["seeds"].split(", "))
+        for measure in ("exact", "accuracy"):
+            mean = sum(float(run[measure].rstrip("%")) for run in runs) / len(runs)
+            assert float(row[measure].split("%")[0]) == pytest.approx(mean, abs=0.01)
+            figure = record["figures"][f"{slug(row['model'])}_{measure}_mean"]
+            assert float(figure) == pytest.approx(mean, abs=0.06), row["model"]
+    # Notebook 07 trains three of the models as the script does with seed 0: its saved run
+    # printed those rows.
+    printed = re.findall(
+        r"([\w ,]+): exact match ([\d.]+)%, alignment accuracy ([\d.]+)%, AER ([\d.]+), ([\d,]+)",
+        notebook_figures.saved_outputs(ROOT / "examples" / "07_luong_vs_bahdanau.ipynb"),
+    )
+    names = {
+        "Luong, general": "Luong, general",
+        "Bahdanau, additive": "Bahdanau (2015)",
+        "Bahdanau, general": "Bahdanau timing, general",
+    }
+    assert sorted(name.strip() for name, *_ in printed) == sorted(names)
+    for name, exact, accuracy, aer, weights in printed:
+        (run,) = [
+            r for r in record["rows"] if r["model"] == names[name.strip()] and r["seed"] == "0"
+        ]
+        assert float(exact) == pytest.approx(float(run["exact"].rstrip("%")), abs=0.051), name
+        assert float(accuracy) == pytest.approx(float(run["accuracy"].rstrip("%")), abs=0.051)
+        assert (aer, weights) == (run["aer"], run["weights"]), name
     # The results file holds what the saved notebook printed.
     found, rows = notebook_figures.figures(
         notebook_figures.saved_outputs(notebook_figures.NOTEBOOK)

@@ -5,7 +5,9 @@ disagree.
 - `{{ name.key }}` becomes the figure `key` of `docs/results/name.json` (its `figures`, its
   `settings` or its `published` rows);
 - a line `<!-- results rows: name -->` becomes the table of that file's `rows`, one row of the
-  page's table for each of its `columns`.
+  page's table for each of its `columns`;
+- a line `<!-- results table: name.key -->` becomes the table `key` of that file's `tables`: its
+  `columns` (key, header, aligned right) across, its `rows` (else the file's) down.
 
 A name or key that no results file holds stops the build with an error.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 FIGURE = re.compile(r"\{\{ *(\w+)\.(\w+) *\}\}")
 ROWS = re.compile(r"^<!-- results rows: (\w+) -->$", re.MULTILINE)
+TABLE = re.compile(r"^<!-- results table: (\w+)\.(\w+) -->$", re.MULTILINE)
 SECTIONS = ("figures", "settings", "published")
 
 
@@ -52,6 +55,24 @@ def rows_table(name):
     return "\n".join(lines)
 
 
+def table(name, key):
+    """The markdown table `key` of the results file's `tables`: a row for each of its rows."""
+    record = results(name)
+    if key not in record.get("tables", {}):
+        raise ValueError(
+            f"Invalid table: {name}.json has no table {key!r}. Expected one of "
+            f"{sorted(record.get('tables', {}))}"
+        )
+    spec = record["tables"][key]
+    columns = spec["columns"]
+    lines = ["| " + " | ".join(header for _, header, _ in columns) + " |"]
+    lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
+    for row in spec.get("rows", record["rows"]):
+        lines.append("| " + " | ".join(row[column] for column, _, _ in columns) + " |")
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown, **kwargs):
     markdown = ROWS.sub(lambda match: rows_table(match.group(1)), markdown)
+    markdown = TABLE.sub(lambda match: table(*match.groups()), markdown)
     return FIGURE.sub(lambda match: figure(*match.groups()), markdown)
