@@ -127,9 +127,11 @@ notebooks: install
 demo: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m keras_luong.demo
 
-# Our version of the paper's Tables 4 and 6 (about 15 minutes; not part of CI).
+# Our version of the paper's Tables 4 and 6, docs/results.md's table and figures (its results
+# file; about 15 minutes; not part of CI).
 results: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.variants --output docs/results.md
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.variants \
+		--json docs/results/dates_variants.json
 
 # docs/luong_vs_bahdanau.md's tables and figures (its results file) and its picture: seven
 # models at one budget, three seeds each (about 30 minutes; not part of CI).

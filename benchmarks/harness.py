@@ -173,6 +173,16 @@ def print_ratios(medians, cases, this, other, rounds, calls, json_path=None):
 # ----------------------------------------------------------------------------- results
 
 
+def markdown(columns, rows):
+    """The Markdown lines of a table of `rows` (dicts of strings) in `columns`, each `(key,
+    header, aligned right)`: the table docs/_ext/figures.py renders from a results file's
+    `tables`."""
+    lines = ["| " + " | ".join(header for _, header, _ in columns) + " |"]
+    lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
+    lines += ["| " + " | ".join(row[key] for key, _, _ in columns) + " |" for row in rows]
+    return lines
+
+
 def write_results(json_path, rows, **settings):
     """Writes `rows` (a list of dicts) to `json_path` as JSON, with what produced them: the
     command, the backend, the versions, the date and `settings`."""

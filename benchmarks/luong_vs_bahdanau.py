@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.harness import write_results  # noqa: E402
+from benchmarks.harness import markdown, write_results  # noqa: E402
 from keras_luong import LuongSeq2Seq, SequenceLoss  # noqa: E402
 from keras_luong.datasets import dates  # noqa: E402
 
@@ -167,14 +167,6 @@ TABLES = {
         ("greedy_ratio", f"× {REFERENCE}", True),
     ],
 }
-
-
-def markdown(columns, rows):
-    """The markdown lines of a table of `rows` (dicts of strings) in `columns`."""
-    lines = ["| " + " | ".join(header for _, header, _ in columns) + " |"]
-    lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
-    lines += ["| " + " | ".join(row[key] for key, _, _ in columns) + " |" for row in rows]
-    return lines
 
 
 def figures(scores, seeds, times):

@@ -1,13 +1,14 @@
 """Every Luong variant on the dates task with the same budget: our Tables 4 and 6.
 
     KERAS_BACKEND=jax python -m benchmarks.variants [--epochs 8] [--examples 12000] \
-        [--output docs/results.md]
+        [--json docs/results/dates_variants.json] [--output table.md]
 
 Global attention with the dot, general, concat and location scores, local-m (general) and
 local-p (dot, general), each with input feeding on and off, trained with the same data, seed,
-epochs and optimizer. Prints (and writes as Markdown) held-out exact match of greedy
-decoding, alignment accuracy and AER of the teacher-forced attention against the gold field
-spans, and the training time. Not run in CI: about a minute per variant on 2 CPU cores.
+epochs and optimizer. Prints (and writes as Markdown, or as the results file that
+docs/results.md reads) held-out exact match of greedy decoding, alignment accuracy and AER of
+the teacher-forced attention against the gold field spans, and the training time. Not run in
+CI: about a minute per variant on 2 CPU cores.
 """
 
 import argparse
@@ -19,6 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks.harness import markdown, write_results  # noqa: E402
 from keras_luong import LuongSeq2Seq  # noqa: E402
 from keras_luong.datasets import dates  # noqa: E402
 
@@ -30,6 +32,16 @@ VARIANTS = [
     ("local-m", "general"),
     ("local-p", "dot"),
     ("local-p", "general"),
+]
+# The table's (key, header, aligned right) of each column.
+COLUMNS = [
+    ("attention", "attention", False),
+    ("score", "score", False),
+    ("input_feeding", "input feeding", False),
+    ("exact", "exact match", True),
+    ("accuracy", "alignment accuracy", True),
+    ("aer", "AER", True),
+    ("seconds", "train time", True),
 ]
 
 
@@ -77,41 +89,59 @@ def main():
     parser.add_argument("--window", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="write the table as Markdown to this file")
+    parser.add_argument("--json", metavar="FILE", help="write the table and figures to this file")
     args = parser.parse_args()
 
     data = dates.load_data(args.examples, seed=args.seed)
+    settings = {
+        "train_examples": f"{len(data['train']['source']):,}",
+        "test_examples": f"{len(data['test']['source']):,}",
+        "epochs": str(args.epochs),
+        "units": str(args.units),
+        "window": str(args.window),
+        "seed": str(args.seed),
+    }
     header = (
-        f"Dates task, {len(data['train']['source'])} training / {len(data['test']['source'])} "
-        f"test examples, {args.epochs} epochs, units {args.units}, D = {args.window}, "
+        f"Dates task, {settings['train_examples']} training / {settings['test_examples']} test "
+        f"examples, {args.epochs} epochs, units {args.units}, D = {args.window}, "
         f"backend {keras.backend.backend()}, seed {args.seed}."
     )
-    rows = [
-        "| attention | score | input feeding | exact match | alignment accuracy | AER "
-        "| train time |",
-        "|---|---|---|---:|---:|---:|---:|",
-    ]
     print(header)
+    print("\n".join(markdown(COLUMNS, [])), flush=True)
+    rows, found = [], {}
     for alignment, score_mode in VARIANTS:
         for input_feeding in (True, False):
             exact, accuracy, aer, seconds = run(data, alignment, score_mode, input_feeding, args)
-            row = (
-                f"| {alignment} | {score_mode} | {'yes' if input_feeding else 'no'} "
-                f"| {exact:.2%} | {accuracy:.2%} | {aer:.3f} | {seconds:.0f} s |"
-            )
+            row = {
+                "attention": alignment,
+                "score": score_mode,
+                "input_feeding": "yes" if input_feeding else "no",
+                "exact": f"{exact:.2%}",
+                "accuracy": f"{accuracy:.2%}",
+                "aer": f"{aer:.3f}",
+                "seconds": f"{seconds:.0f} s",
+            }
             rows.append(row)
-            print(row, flush=True)
+            print(markdown(COLUMNS, [row])[-1], flush=True)
+            # The figures the page's text quotes: `global_general_feeding_exact` (%, one
+            # decimal), `..._accuracy` (%, one decimal), `..._aer`.
+            key = "_".join([alignment.replace("-", "_"), score_mode, row["input_feeding"]])
+            key = key.replace("_yes", "_feeding").replace("_no", "_no_feeding")
+            found[f"{key}_exact"] = f"{100 * exact:.1f}"
+            found[f"{key}_accuracy"] = f"{100 * accuracy:.1f}"
+            found[f"{key}_aer"] = f"{aer:.3f}"
+    if args.json:
+        columns = [list(column) for column in COLUMNS]
+        write_results(
+            args.json,
+            rows,
+            settings=settings,
+            figures=found,
+            tables={"variants": {"columns": columns}},
+        )
     if args.output:
         with open(args.output, "w") as f:
-            f.write("# Results: every variant on the dates task\n\n")
-            f.write("Produced by `benchmarks/variants.py` (not part of CI). " + header + "\n\n")
-            f.write(
-                "Alignment accuracy: the share of target characters whose strongest weight "
-                "falls in the source field they are read from. AER: Och and Ney's, with sure "
-                "links (a digit to the digit it copies) inside possible links (a character to "
-                "its field); perfect attention scores 0 (`keras_luong.datasets.dates."
-                "alignment_scores`).\n\n"
-            )
-            f.write("\n".join(rows) + "\n")
+            f.write(header + "\n\n" + "\n".join(markdown(COLUMNS, rows)) + "\n")
 
 
 if __name__ == "__main__":

@@ -346,7 +346,7 @@ def test_luong_vs_bahdanau_figures_and_tables_as_the_page_renders_them():
         {"model": "Luong, general", "train": "55.6 ms", "train_ratio": "1.00"},
     ]
     columns = [("model", "model", False), ("train", "train", True), ("train_ratio", "×", True)]
-    lines = script.markdown(columns, rows)
+    lines = harness.markdown(columns, rows)
     assert lines == [
         "| model | train | × |",
         "|---|---:|---:|",
