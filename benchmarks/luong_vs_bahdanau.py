@@ -277,8 +277,7 @@ def main():
             figures=figures(scores, seeds, times),
             # The runs are the file's rows; the tables derived from them carry their own.
             tables={
-                key: {"columns": [list(column) for column in TABLES[key]]}
-                | ({} if key == "seeds" else {"rows": rows})
+                key: {"columns": TABLES[key]} | ({} if key == "seeds" else {"rows": rows})
                 for key, rows in tables.items()
             },
         )

@@ -125,19 +125,18 @@ def main():
             print(markdown(COLUMNS, [row])[-1], flush=True)
             # The figures the page's text quotes: `global_general_feeding_exact` (%, one
             # decimal), `..._accuracy` (%, one decimal), `..._aer`.
-            key = "_".join([alignment.replace("-", "_"), score_mode, row["input_feeding"]])
-            key = key.replace("_yes", "_feeding").replace("_no", "_no_feeding")
+            feeding = "feeding" if input_feeding else "no_feeding"
+            key = f"{alignment.replace('-', '_')}_{score_mode}_{feeding}"
             found[f"{key}_exact"] = f"{100 * exact:.1f}"
             found[f"{key}_accuracy"] = f"{100 * accuracy:.1f}"
             found[f"{key}_aer"] = f"{aer:.3f}"
     if args.json:
-        columns = [list(column) for column in COLUMNS]
         write_results(
             args.json,
             rows,
             settings=settings,
             figures=found,
-            tables={"variants": {"columns": columns}},
+            tables={"variants": {"columns": COLUMNS}},
         )
     if args.output:
         with open(args.output, "w") as f:

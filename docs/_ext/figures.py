@@ -12,11 +12,19 @@ disagree.
 A name or key that no results file holds stops the build with an error.
 """
 
+import importlib.util
 import json
 import re
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+# The benchmarks' harness, which writes the results files, renders their tables too (the hook
+# runs outside the repository's root, where `benchmarks` is not importable).
+_spec = importlib.util.spec_from_file_location(
+    "benchmarks_harness", RESULTS.parents[1] / "benchmarks" / "harness.py"
+)
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
 FIGURE = re.compile(r"\{\{ *(\w+)\.(\w+) *\}\}")
 ROWS = re.compile(r"^<!-- results rows: (\w+) -->$", re.MULTILINE)
 TABLE = re.compile(r"^<!-- results table: (\w+)\.(\w+) -->$", re.MULTILINE)
@@ -64,12 +72,7 @@ def table(name, key):
             f"{sorted(record.get('tables', {}))}"
         )
     spec = record["tables"][key]
-    columns = spec["columns"]
-    lines = ["| " + " | ".join(header for _, header, _ in columns) + " |"]
-    lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
-    for row in spec.get("rows", record["rows"]):
-        lines.append("| " + " | ".join(row[column] for column, _, _ in columns) + " |")
-    return "\n".join(lines)
+    return "\n".join(harness.markdown(spec["columns"], spec.get("rows", record["rows"])))
 
 
 def on_page_markdown(markdown, **kwargs):
