@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_luong import BeamSearchSampler, LuongSeq2Seq, RandomSampler
+from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq, RandomSampler
 
 SOURCE = np.array([[4, 5, 6, 7], [8, 9, 0, 0], [10, 0, 0, 0]], "int32")
 PREFIX = np.array([[6, 6, 3], [7, 0, 0], [0, 0, 0]], "int32")  # the last row: no prefix
@@ -81,3 +81,35 @@ def test_prefix_refuses_bad_input():
         model.generate(SOURCE, max_length=2, prefix=PREFIX)
     with pytest.raises(ValueError, match="prefix"):
         model.generate(SOURCE, max_length=5, prefix=np.full((3, 1), 9))  # past 9 target ids
+
+
+def test_beam_scores_count_the_tokens_after_the_prefix():
+    """Each hypothesis's score (no length penalty) is the teacher-forced sum of its tokens'
+    log-probabilities after the prefix (`score`'s token scores): the prefix's tokens count
+    0, every other token its log-softmax."""
+    model = tiny_model()
+    sampler = BeamSearchSampler(3, length_penalty=0.0, return_all_beams=True)
+    ids, scores = model.generate(SOURCE, max_length=7, prefix=PREFIX, sampler=sampler)
+    scores = ops.convert_to_numpy(scores)
+    for beam in range(3):
+        _, tokens = model.score(SOURCE, ids[:, beam], return_token_scores=True)
+        given = (PREFIX != 0).sum(axis=1)
+        after = np.arange(tokens.shape[1]) >= given[:, None]
+        generated = np.pad(ids[:, beam], ((0, 0), (0, 1))) != 0
+        expected = np.where(after & generated, tokens, 0.0).sum(axis=1)
+        np.testing.assert_allclose(scores[:, beam], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("beams", [1, 3], ids=["greedy", "beam"])
+def test_a_prefix_is_kept_whatever_the_bans(beams):
+    """The prefix's first row gives the unknown id 3, which the sampler bans: the output
+    still begins with the prefix, and 3 comes nowhere after it."""
+    model = tiny_model()
+    make = GreedySampler if beams == 1 else lambda **k: BeamSearchSampler(beams, **k)
+    sampler = make(banned_token_ids=(3,), min_length=4)
+    ids = model.generate(SOURCE, max_length=7, prefix=PREFIX, sampler=sampler)
+    np.testing.assert_array_equal(ids[0, :3], [6, 6, 3])
+    assert ids[1, 0] == 7
+    assert not (ids[:, 3:] == 3).any() and not (ids[1:] == 3).any()
+    # min_length still holds after the prefix: no end token among the first 4 ids.
+    assert not (ids[:, :4] == 2).any()

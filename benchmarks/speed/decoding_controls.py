@@ -59,6 +59,11 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--units", type=int, default=256)
+    parser.add_argument(
+        "--only",
+        metavar="REGEX",
+        help="only the settings whose label matches, and their samplers without controls",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     args = parser.parse_args(argv)
 
@@ -75,6 +80,9 @@ def main(argv=None):
     bias[model.end_token] = -1e4  # no row ends: every setting decodes every step
     model.projection.bias.assign(bias)
     rows = settings(args.steps)
+    if args.only:
+        matched = {label: base for label, base, *_ in rows if re.search(args.only, label)}
+        rows = [row for row in rows if row[0] in matched or row[0] in matched.values()]
 
     def run(sampler, kwargs):
         extra = dict(kwargs)

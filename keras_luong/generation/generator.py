@@ -96,31 +96,20 @@ class Seq2SeqGenerator(keras.Model):
                 tokens = ops.repeat(tokens, beams, axis=0)
             bounds = row_bound(tokens, self.row_bounds)
             only_stop = ops.where(ids == self.stop_token_ids[0], 0.0, MASKED_SCORE)
-        if self.prefixed:  # (rows, max_length): each source's, repeated per beam
-            prefix = ops.cast(prefix, "int32")
-            if beams > 1:
-                prefix = ops.repeat(prefix, beams, axis=0)
-            prefix_steps = ops.max(ops.sum(ops.cast(ops.not_equal(prefix, 0), "int32"), axis=1))
+        # The prefix goes into the prompt, marked by the sampler's `mask`: keras-luong's
+        # samplers keep the prompt's token where the mask is set, and beam search ranks
+        # its hypotheses with that token's log-probability 0 (`BeamSearchSampler`), without
+        # a pass over the logits to mask them. keras-hub's samplers are given masked logits
+        # too, as their beam search picks its beams before it reads the mask.
+        masks_logits = self.prefixed and not isinstance(self.sampler, samplers.Sampler)
+        if masks_logits:
 
-            def prefix_only(forced):
-                """`(rows, V)`: where a row's prefix forces a token now (`forced` `(rows, 1)`,
-                0 past its prefix), MASKED_SCORE on every other token."""
+            def follow_prefix(logits, prompt, index):
+                """The logits with MASKED_SCORE on every token but the one the row's prefix
+                gives at position `index` of the prompt (where it gives one: not 0)."""
+                forced = ops.take(prompt, index, axis=1)[:, None]
                 others = ops.logical_and(ops.not_equal(forced, 0), ops.not_equal(ids, forced))
-                return ops.where(others, MASKED_SCORE, 0.0)
-
-            def follow_prefix(logits, forced, position):
-                """The logits with the prefix's mask. Compiled, it is added to `never_bias`
-                at every step, in the output layer's add, which XLA fuses (a `cond` that
-                skipped it past the prefix copied the logits at every step: beam search
-                1.10x its time). Eager (torch), where each op is a pass over the `(rows, V)`
-                logits, it is applied within the longest prefix only, as a select (beam
-                search 1.18x its time with the mask in the bias; `python -m
-                benchmarks.speed decoding_controls`)."""
-                return ops.cond(
-                    ops.less(position, prefix_steps),
-                    lambda: ops.where(ops.not_equal(forced, 0), prefix_only(forced), logits),
-                    lambda: logits,
-                )
+                return ops.where(others, MASKED_SCORE, logits)
 
         # What the sampler reads besides the logits (`Sampler.needs`): a coverage penalty
         # reads each step's attention from the cache, sampling its uniform numbers.
@@ -132,11 +121,6 @@ class Seq2SeqGenerator(keras.Model):
         def next(prompt, cache, index):
             token = prompt[:, index - 1]
             states = cache["states"] if needs else cache
-            bias = never_bias
-            if self.prefixed:  # the token each row's prefix forces now, 0 past it
-                forced = ops.take(prefix, index - 1, axis=1)[:, None]
-                if self.jit_compile:
-                    bias = never_bias + prefix_only(forced)
             # The logits in float32 (so that the mask constant fits under mixed precision
             # too), plus the bias.
             logits, attentional, states, *weights = model.next_token_logits(
@@ -145,15 +129,13 @@ class Seq2SeqGenerator(keras.Model):
                 memory,
                 index - 1,
                 return_attention_scores=keep_attention,
-                logits_bias=bias,
+                logits_bias=never_bias,
             )
             if self.row_bounds:  # the position generated now is index - 1
                 ended = ops.greater_equal(index - 1, bounds)[:, None]
-                if self.prefixed:  # a prefix runs past its row's bound
-                    ended = ops.logical_and(ended, ops.equal(forced, 0))
                 logits = ops.where(ended, only_stop[None], logits)
-            if self.prefixed and not self.jit_compile:
-                logits = follow_prefix(logits, forced, index - 1)
+            if masks_logits:  # a prefix may run past its row's bound
+                logits = follow_prefix(logits, prompt, index)
             if not needs:
                 return logits, attentional, tuple(states)
             cache = {**cache, "states": tuple(states)}
@@ -166,7 +148,13 @@ class Seq2SeqGenerator(keras.Model):
             return logits, attentional, cache
 
         start = ops.full((batch, 1), model.start_token, dtype="int32")
-        prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+        if self.prefixed:  # (batch, max_length), 0 after each row's prefix
+            prefix = ops.cast(prefix, "int32")
+            prompt = ops.concatenate([start, prefix], axis=1)
+            mask = ops.concatenate([ops.zeros((batch, 1), "bool"), ops.not_equal(prefix, 0)], 1)
+        else:
+            prompt = ops.concatenate([start, ops.zeros((batch, self.max_length), "int32")], axis=1)
+            mask = None
         cache = tuple(states)
         if needs:
             cache = {"states": cache}
@@ -183,6 +171,7 @@ class Seq2SeqGenerator(keras.Model):
             prompt,
             cache=cache,
             index=1,
+            mask=mask,
             stop_token_ids=self.stop_token_ids or None,
             model=self,
             **({"return_cache": True} if record else {}),

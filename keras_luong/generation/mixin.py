@@ -205,7 +205,8 @@ class GenerationMixin:
             length_bound: `(a, b)`, the default `max_length` as `a ×` the source's tokens
                 `+ b` (fairseq's `--max-len-a` and `--max-len-b`). Defaults to `(1.5, 10)`.
             prefix: Target ids `(B, P)`, 0 after each row's, that each output begins with
-                (CTranslate2's `target_prefix`); beam scores count the tokens after them.
+                (CTranslate2's `target_prefix`), whatever the sampler bans; beam scores count
+                the tokens after them.
 
         Returns:
             The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the

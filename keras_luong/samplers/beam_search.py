@@ -76,7 +76,9 @@ class BeamSearchSampler(Sampler):
     It is called as every `Sampler` is (keras-hub's convention): `next(prompt, cache, index)
     -> (logits, hidden_states, cache)`, the `prompt` to fill from `index` on, the `cache`
     (repeated and reordered with the beams), the `mask` of prompt positions to keep and the
-    `stop_token_ids`.
+    `stop_token_ids`. Where the mask is set (a forced prefix: `generate(..., prefix=...)`),
+    every hypothesis continues with the prompt's token at log-probability 0, whatever the
+    bans.
 
     Example:
 
@@ -175,6 +177,8 @@ class BeamSearchSampler(Sampler):
         steps = ops.shape(prompt)[1] - index
         index = ops.cast(index, "int32")
         start = index
+        # Positions the prompt gives (a forced prefix): the same for every beam of a row.
+        given = mask is not None
         mask = ops.zeros_like(prompt, "bool") if mask is None else ops.cast(mask, "bool")
         has_cache = cache is not None
         cache = cache if has_cache else ()
@@ -219,7 +223,13 @@ class BeamSearchSampler(Sampler):
             # become 0 for padding and MASKED_SCORE elsewhere, whose log-softmax is itself
             # (normalizer 0, set rather than computed: torch's CPU `exp` of a masked score
             # takes a slow path, 15-50x its time).
-            normalizer = ops.where(finished, 0.0, ops.logsumexp(logits, axis=-1))
+            # A hypothesis whose prompt gives this position's token continues with it at
+            # log-probability 0: normalizer 0 too (see the forced choice below).
+            held = finished
+            if given:
+                forced = mask[:, index]
+                held = ops.logical_or(finished, forced)
+            normalizer = ops.where(held, 0.0, ops.logsumexp(logits, axis=-1))
             # The bans come after the normalizer (a banned token's mass is lost), and before
             # the freeze, which leaves a finished hypothesis its one continuation whatever
             # they ban. Every running hypothesis has generated `index - start` tokens, so
@@ -253,10 +263,24 @@ class BeamSearchSampler(Sampler):
                 return ops.reshape(x, (-1, beams * vocabulary))
 
             chosen = top_k_indices(per_example(scores), beams)  # (batch, beams), best first
+            if given:
+                # Where the prompt gives the token, each hypothesis has one continuation,
+                # that token (padding once it has ended), scored `row_score`: the beams are
+                # chosen among those alone, best first, whatever the bans, so the prefix is
+                # kept. Chosen after the top-k rather than by masking the logits, which on
+                # torch costs passes over `rows * vocabulary` and a slow `exp` of the masked
+                # scores in `logsumexp` (`python -m benchmarks.speed decoding_controls`).
+                order = top_k_indices(ops.reshape(row_score, (-1, beams)), beams)
+                token = ops.where(finished, 0, ops.cast(prompt[:, index], "int32"))
+                token = take_along_rows(ops.reshape(token, (-1, beams)), order)
+                forced_rows = ops.reshape(forced, (-1, beams))
+                chosen = ops.where(forced_rows, order * vocabulary + token, chosen)
             first_rows = ops.arange(batch_size, dtype="int32")[:, None] * beams
             source_row = ops.reshape(chosen // vocabulary + first_rows, [-1])
             next_token = ops.reshape(chosen % vocabulary, [-1])
             chosen_logits = ops.reshape(take_along_rows(per_example(logits), chosen), [-1])
+            if given:  # the given token's log-probability is 0
+                chosen_logits = ops.where(ops.reshape(forced_rows, [-1]), 0.0, chosen_logits)
             log_probs = chosen_logits + take_rows(offset, source_row)
 
             def gather_beams(x):
@@ -270,7 +294,6 @@ class BeamSearchSampler(Sampler):
             attention_sums = gather_beams(attention_sums)
 
             next_token = ops.cast(next_token, prompt.dtype)
-            next_token = ops.where(mask[:, index], prompt[:, index], next_token)
             finished = ops.logical_or(finished, is_any(next_token, stop_token_ids))
             prompt = write_column(prompt, index, next_token)
             return prompt, cache, index + 1, mask, log_probs, finished, lengths, attention_sums
