@@ -1,8 +1,9 @@
 """Draws the figures of the documentation from the tables the pages print.
 
-The numbers come from the markdown tables of docs/benchmarks.md and docs/g2p.md (themselves
-what the benchmark scripts printed), read by their first header cell, so a figure cannot
-disagree with its page: re-run a benchmark, update its table, then
+The numbers come from the markdown tables of docs/benchmarks.md and docs/g2p.md as the site
+shows them (the tables and figures of their results files filled in), read by their first
+header cell, so a figure cannot disagree with its page: re-run a benchmark, update its table
+or results file, then
 
     python -m benchmarks.charts          # writes docs/images/*.png
 
@@ -10,6 +11,7 @@ and commit the figures with the page.
 """
 
 import argparse
+import importlib.util
 import re
 from pathlib import Path
 
@@ -21,10 +23,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
+def rendered(page):
+    """The markdown of `page` with its results files' figures and tables filled in, by the
+    site's own hook (docs/_ext/figures.py)."""
+    spec = importlib.util.spec_from_file_location("figures_hook", DOCS / "_ext" / "figures.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook.on_page_markdown((DOCS / page).read_text(encoding="utf-8"))
+
+
 def table(page, first_header, *columns):
     """The markdown table of `page` whose header starts with `first_header` (and has the
     `columns`): a list of rows (lists of cell strings), the header first."""
-    lines = (DOCS / page).read_text().splitlines()
+    lines = rendered(page).splitlines()
     for i, line in enumerate(lines):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if line.startswith("|") and cells[0] == first_header and set(columns) <= set(cells):

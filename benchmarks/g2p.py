@@ -7,7 +7,9 @@ Trains on the training file less a validation split, measures the validation WER
 after every epoch and keeps the best weights, stops after `--epochs` or `--minutes`, picks
 the length penalty of beam search on the validation words, then prints test PER and WER for
 greedy and beam search next to the published rows, and saves the model and its two
-vocabularies (JSON) in `--output-dir`.
+vocabularies (JSON) in `--output-dir`. `--json` also writes the results file docs/g2p.md
+quotes: the validation curve (its rows), the test table beside the published rows, and the
+figures.
 """
 
 import argparse
@@ -54,6 +56,7 @@ def parse_args(argv=None):
     parser.add_argument("--test-words", type=int, help="score only the first N test words")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="g2p_output")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     parser.add_argument(
         "--backend", choices=["tensorflow", "jax", "torch"], help="default: $KERAS_BACKEND"
     )
@@ -150,7 +153,7 @@ def main(argv=None):
     print(recipe)
 
     started = time.perf_counter()
-    curve, best = [], (float("inf"), None, 0)
+    curve, best, halvings = [], (float("inf"), None, 0), []
     for epoch in range(1, args.epochs + 1):
         model.fit(
             (train["source"], train["target_in"]),
@@ -168,6 +171,7 @@ def main(argv=None):
         elif epoch - best[2] >= 2:
             rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) / 2
             model.optimizer.learning_rate.assign(rate)
+            halvings.append(epoch)
             print(f"  validation WER stalled: learning rate {rate:g}")
         if minutes * (1 + 1 / epoch) > args.minutes:  # another epoch would overrun
             break
@@ -221,6 +225,80 @@ def main(argv=None):
             indent=1,
         )
     print(f"saved the model, its vocabularies and results.json in {args.output_dir}")
+    if args.json:
+        splits = {"train": train, "validation": validation, "test": test}
+        write_json(args, curve, best[2], halvings, by_alpha, alpha, rows, splits)
+
+
+# The results file's tables: the test table's columns (key, header, aligned right), and the
+# curve's (key, label), rendered across the page (`<!-- results rows: g2p -->`).
+TEST_COLUMNS = (("system", "system", False), ("per", "PER %", True), ("wer", "WER %", True))
+CURVE_COLUMNS = (("epoch", "epoch"), ("wer", "WER %"), ("minutes", "minutes"))
+
+
+def write_json(args, curve, best_epoch, halvings, by_alpha, alpha, rows, splits):
+    """The run's results file: the validation curve as its rows, the test table (ours, then
+    the published rows) and the figures the page quotes, percentages with two decimals."""
+    from benchmarks import published
+    from benchmarks.harness import write_results
+
+    def percent(x):
+        return f"{100 * x:.2f}"
+
+    def slug(alpha):
+        return f"{alpha:g}".replace(".", "_")
+
+    test = [{"system": name, "per": percent(per), "wer": percent(wer)} for name, per, wer in rows]
+    test += [
+        {"system": name, "per": "–" if per is None else f"{per:.2f}", "wer": f"{wer:.2f}"}
+        for name, per, wer in published.CMUDICT
+    ]
+    (greedy_per, greedy_wer), (beam_per, beam_wer) = [r[1:] for r in rows]
+    best = curve[best_epoch - 1]
+    figures = {
+        "greedy_per": percent(greedy_per),
+        "greedy_wer": percent(greedy_wer),
+        "beam_per": percent(beam_per),
+        "beam_wer": percent(beam_wer),
+        "length_penalty": f"{alpha:g}",
+        "epochs": str(len(curve)),
+        "best_epoch": str(best_epoch),
+        "minutes": f"{curve[-1]['minutes']:.1f}",
+        "minutes_per_epoch": f"{curve[-1]['minutes'] / len(curve):.1f}",
+        "validation_greedy_wer": percent(best["wer"]),
+        "validation_greedy_per": percent(best["per"]),
+        "halvings": ", ".join(map(str, halvings)) or "none",
+        "training_entries": f"{len(splits['train']['source']):,}",
+        "validation_words": f"{len(splits['validation']['words']):,}",
+        "test_words": f"{len(splits['test']['words']):,}",
+    }
+    # The published Luong-attention model (Toshniwal & Livescu's single model).
+    (luong,) = [row for row in published.CMUDICT if "Luong global attention" in row[0]]
+    figures["published_luong_per"], figures["published_luong_wer"] = (
+        f"{luong[1]:.2f}",
+        f"{luong[2]:.2f}",
+    )
+    for a, (per, wer) in by_alpha.items():
+        figures[f"validation_beam_wer_{slug(a)}"] = percent(wer)
+        figures[f"validation_beam_per_{slug(a)}"] = percent(per)
+    settings = {
+        "budget_minutes": f"{args.minutes:g}",
+        "beam_width": str(args.beam_width),
+        "seed": str(args.seed),
+        "units": str(args.units),
+        "batch_size": str(args.batch_size),
+    }
+    write_results(
+        args.json,
+        [
+            {"epoch": str(p["epoch"]), "wer": percent(p["wer"]), "minutes": f"{p['minutes']:.1f}"}
+            for p in curve
+        ],
+        columns=CURVE_COLUMNS,
+        settings=settings,
+        figures=figures,
+        tables={"test": {"columns": TEST_COLUMNS, "rows": test}},
+    )
 
 
 if __name__ == "__main__":

@@ -267,6 +267,10 @@ RESULTS_STATEMENTS = [
     ),
     ("luong_vs_bahdanau.md", "## On the dates task", "## Reproduce", "luong_vs_bahdanau"),
     ("results.md", "Every variant", "AER is Och and Ney's", "dates_variants"),
+    ("index.md", "- **Grapheme", "- **Local attention", "g2p"),
+    # (the validation words' sentence between them names the length penalties tried)
+    ("g2p.md", "The test words, beam search", "Beam search on the validation words", "g2p"),
+    ("g2p.md", "Validation WER (greedy) after", "## The variants at one equal budget", "g2p"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 
