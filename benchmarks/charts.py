@@ -11,6 +11,7 @@ and commit the figures with the page.
 """
 
 import argparse
+import functools
 import importlib.util
 import re
 from pathlib import Path
@@ -23,13 +24,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def rendered(page):
-    """The markdown of `page` with its results files' figures and tables filled in, by the
-    site's own hook (docs/_ext/figures.py)."""
+@functools.cache
+def figures_hook():
+    """The site's own hook (docs/_ext/figures.py), loaded once."""
     spec = importlib.util.spec_from_file_location("figures_hook", DOCS / "_ext" / "figures.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    return hook.on_page_markdown((DOCS / page).read_text(encoding="utf-8"))
+    return hook
+
+
+def rendered(page):
+    """The markdown of `page` with its results files' figures and tables filled in, by the
+    site's own hook."""
+    return figures_hook().on_page_markdown((DOCS / page).read_text(encoding="utf-8"))
 
 
 def table(page, first_header, *columns):

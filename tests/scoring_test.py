@@ -135,6 +135,37 @@ def test_translate_gives_each_tokens_log_probability():
         )
 
 
+def test_n_best_lists_hold_the_hypotheses_beam_search_reached():
+    """Every token but the end id 2 and "z" (8) banned, two steps: beam 5 reaches three
+    hypotheses ("", "z" and "zz"; `generate`'s other two score about -1e9), and the n-best
+    lists, their token scores and alignments hold those three, each scored as `score` scores
+    its ids (teacher forced)."""
+    model = tiny_model()
+    source, target = Vocabulary("abcdefgh"), Vocabulary("vwxyz")
+    texts = ["abcd", "ef"]
+    sampler = BeamSearchSampler(
+        5, length_penalty=0.0, banned_token_ids=(3, 4, 5, 6, 7), return_all_beams=True
+    )
+    ids, raw = model.generate(source.encode_batch(texts), max_length=2, sampler=sampler)
+    ids, raw = ops.convert_to_numpy(ids), ops.convert_to_numpy(raw)
+    reached = raw > -1e8
+    assert reached.sum(axis=1).tolist() == [3, 3]
+    n_best, found, aligned = model.translate(
+        texts, source, target, max_length=2, sampler=sampler, return_token_scores=True,
+        return_alignments=True,
+    )  # fmt: skip
+    for row, (best, scored, alignments) in enumerate(zip(n_best, found, aligned, strict=True)):
+        assert sorted(hypothesis for hypothesis, _ in best) == ["", "z", "zz"]
+        assert [target.decode(i) for i in ids[row][reached[row]]] == [h for h, _ in best]
+        assert len(scored) == len(alignments) == 3
+        inputs = np.repeat(source.encode_batch(texts[row : row + 1]), 3, axis=0)
+        expected, tokens = model.score(inputs, ids[row][reached[row]], return_token_scores=True)
+        # "zz" was cut at 2 tokens: beam search's score has no end token's.
+        cut = ~(ids[row][reached[row]] == model.end_token).any(axis=1)
+        expected = expected - np.where(cut, tokens[:, 2], 0.0)
+        np.testing.assert_allclose([score for _, score in best], expected, rtol=1e-4, atol=1e-5)
+
+
 def test_score_refuses_bad_input():
     model = tiny_model()
     with pytest.raises(ValueError, match="one target per source: 3 sources"):

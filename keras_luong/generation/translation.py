@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 from keras_luong.backend.engine import compiles_with_xla
-from keras_luong.checks import check_integer, check_texts, check_token_ids
+from keras_luong.checks import MASKED_SCORE, check_integer, check_texts, check_token_ids
 from keras_luong.data.batching import length_sorted_batches
 from keras_luong.data.vocabulary_assets import check_vocabulary_size
 from keras_luong.generation.bounds import (
@@ -159,16 +159,24 @@ def translate_texts(
         generated = keras.tree.map_structure(lambda part, kept=kept: part[kept], generated)
         weights = None if weights is None else weights[kept]
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
-        scores = None
+        scores = reached = None
         if isinstance(generated, tuple):  # every beam, with its score
             ids, scores = generated
             ids = np.where(cut[:, None, :], 0, ids)
+            # A hypothesis beam search never reached scores about MASKED_SCORE (a row with
+            # fewer continuations than beams: most tokens banned, or a prefix that ends it):
+            # the n-best lists leave it out.
+            reached = np.asarray(scores) > MASKED_SCORE / 2
         else:
             ids = np.where(cut, 0, generated)
         if return_token_scores:
             found = generated_token_scores(model, source, ids, target_vocabulary)
             for row, i in enumerate(indices):
                 token_scores[i] = found[row]
+                if reached is not None:
+                    token_scores[i] = [
+                        s for s, live in zip(found[row], reached[row], strict=True) if live
+                    ]
         if weights is not None:  # zero past each row's own bound, as the ids
             weights = np.where(ids[..., None] == 0, 0.0, weights).astype("float32")
         elif return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
@@ -194,10 +202,15 @@ def translate_texts(
             if scores is None:
                 results[i], alignments[i] = read[0]
             else:
-                results[i] = [
-                    (text, float(score)) for (text, _), score in zip(read, scores[row], strict=True)
+                kept = [
+                    (text, float(score), alignment)
+                    for (text, alignment), score, live in zip(
+                        read, scores[row], reached[row], strict=True
+                    )
+                    if live
                 ]
-                alignments[i] = [found for _, found in read]
+                results[i] = [(text, score) for text, score, _ in kept]
+                alignments[i] = [alignment for _, _, alignment in kept]
         progress.add(len(indices))
     returned = [results]
     if return_alignments:

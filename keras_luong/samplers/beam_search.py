@@ -225,10 +225,8 @@ class BeamSearchSampler(Sampler):
             # takes a slow path, 15-50x its time).
             # A hypothesis whose prompt gives this position's token continues with it at
             # log-probability 0: normalizer 0 too (see the forced choice below).
-            held = finished
-            if given:
-                forced = mask[:, index]
-                held = ops.logical_or(finished, forced)
+            forced = mask[:, index] if given else None
+            held = ops.logical_or(finished, forced) if given else finished
             normalizer = ops.where(held, 0.0, ops.logsumexp(logits, axis=-1))
             # The bans come after the normalizer (a banned token's mass is lost), and before
             # the freeze, which leaves a finished hypothesis its one continuation whatever
