@@ -162,6 +162,11 @@ def test_the_decoding_table_sets_each_first_call_beside_opennmt_pys(tmp_path):
         record["figures"]["opennmt_process"] == "12.0" and record["figures"]["sentences"] == "500"
     )
     assert [row["engine"] for row in record["rows"]] == ["keras-luong (jax)", "OpenNMT-py 3.5.1"]
+    # Each backend decodes its own budget model, or --model on every backend.
+    own = os.path.join(args.workdir, "budget-torch.keras")
+    assert os.path.abspath(decode.model_path(args, "torch")) == os.path.abspath(own)
+    one = decode.parse_args(["--model", "trained.keras"])
+    assert [decode.model_path(one, b) for b in ("jax", "torch")] == ["trained.keras"] * 2
 
 
 def test_rounds_reverse_the_engines_every_other_round():

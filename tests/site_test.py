@@ -271,6 +271,7 @@ RESULTS_STATEMENTS = [
     # (the validation words' sentence between them names the length penalties tried)
     ("g2p.md", "The test words, beam search", "Beam search on the validation words", "g2p"),
     ("g2p.md", "Validation WER (greedy) after", "## The variants at one equal budget", "g2p"),
+    ("opennmt.md", "## Decoding: the first call", "## Given an hour", "opennmt_decode"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 

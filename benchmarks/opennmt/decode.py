@@ -3,11 +3,13 @@ beside OpenNMT-py 3.5.1: the first call (compiling included) and the second apar
 
     make onmt-venv
     python -m benchmarks.opennmt budget --data ../shared/data/multi30k-en-de --minutes 10
-    python -m benchmarks.opennmt decode --json docs/results/opennmt_decode.json
+    python -m benchmarks.opennmt decode --engines jax,tensorflow,torch,opennmt \
+        --model .cache/opennmt-budget/budget-jax.keras --json docs/results/opennmt_decode.json
 
 It reads the `budget` workdir (`--workdir`, the same default): keras-luong's saved model
-(`budget-<backend>.keras`) and OpenNMT-py's last checkpoint at `--threads`, the test split's
-pieces and references. Each engine decodes in processes of its own, on the same threads, with
+(`budget-<backend>.keras`, or `--model`: one file for every backend, since a `.keras` file
+loads on any) and OpenNMT-py's last checkpoint at `--threads`, the test split's pieces and
+references. Each engine decodes in processes of its own, on the same threads, with
 beam `--beam` and length penalty `--length-penalty` (GNMT's; OpenNMT-py's `wu`):
 
 - keras-luong: one process loads the model and calls `translate(sources,
@@ -37,6 +39,11 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default=".cache/opennmt-budget", help="a budget run's")
     parser.add_argument("--engines", default="jax,opennmt", help="jax, tensorflow, torch, opennmt")
+    parser.add_argument(
+        "--model",
+        help="one saved keras-luong model for every backend in --engines (a .keras file loads "
+        "on any backend; default: each backend's own budget-<backend>.keras in --workdir)",
+    )
     parser.add_argument("--threads", type=int, default=2, choices=[1, 2])
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--length-penalty", type=float, default=1.0)
@@ -57,7 +64,7 @@ def keras_worker(args, started):
     from keras_luong import BeamSearchSampler
 
     sources = harness.read_lines(args, "test.src.txt")
-    model = keras.saving.load_model(harness.path(args, f"budget-{keras.backend.backend()}.keras"))
+    model = keras.saving.load_model(model_path(args, keras.backend.backend()))
     sampler = BeamSearchSampler(num_beams=args.beam, length_penalty=args.length_penalty)
     loaded = time.time()
     calls = []
@@ -75,14 +82,20 @@ def keras_worker(args, started):
     }
 
 
+def model_path(args, backend):
+    """The saved model `backend` decodes: `--model`, else the budget's own for it."""
+    return args.model or harness.path(args, f"budget-{backend}.keras")
+
+
 def run_keras(args, engine):
-    model = harness.path(args, f"budget-{engine}.keras")
+    model = model_path(args, engine)
     if not os.path.exists(model):
         raise ValueError(
             f"No {model}: run `python -m benchmarks.opennmt budget --engines {engine}` first"
         )
     command = [*common.pinned(args.threads), sys.executable, "-m", __spec__.name]
     command += ["--worker", "keras", "--workdir", args.workdir, "--threads", str(args.threads)]
+    command += ["--model", model] if args.model else []
     command += ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)]
     env = common.thread_env(engine, args.threads)
     env["DECODE_STARTED"] = repr(time.time())  # the worker's clock starts with its process
