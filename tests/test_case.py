@@ -206,16 +206,20 @@ class ListBatches(keras.utils.PyDataset):
 
 def fit_lowers_loss(model, x, y, steps=3, learning_rate=0.1, jit_compile=None):
     """Compiles `model` (jit-compiled on JAX and TensorFlow; torch runs eagerly, its compile
-    takes minutes), fits `steps` steps on one batch and returns (loss before, loss after)."""
+    takes minutes), fits `steps` steps on one batch and returns (loss before, loss after).
+
+    Each epoch of `fit` is one step on the batch, and logs the batch's loss at the weights it
+    starts from: the first epoch's is the loss before training, and one epoch more gives the
+    loss after `steps` steps, with no evaluation function to compile (on TensorFlow, a graph
+    and an XLA program a call)."""
     model.compile(
         optimizer=keras.optimizers.SGD(learning_rate),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=BACKEND != "torch" if jit_compile is None else jit_compile,
     )
-    before = model.evaluate(x, y, batch_size=len(y), verbose=0)
-    model.fit(x, y, batch_size=len(y), epochs=steps, verbose=0, shuffle=False)
-    after = model.evaluate(x, y, batch_size=len(y), verbose=0)
-    return before, after
+    history = model.fit(x, y, batch_size=len(y), epochs=steps + 1, verbose=0, shuffle=False)
+    losses = history.history["loss"]
+    return losses[0], losses[-1]
 
 
 class TestCase:
@@ -273,8 +277,8 @@ class TestCase:
         """`layer_fn()` makes a fresh layer; `inputs` is the list of positional call
         arguments (numpy arrays). Checks that a functional model over `keras.Input`s gives
         the eager call's values (same weights), the output shape and the number of trainable
-        weights, and that one jit-compiled fit step (eager on torch) changes every trainable
-        weight and lowers a squared-output loss."""
+        weights, and that jit-compiled fit steps (eager on torch) change every trainable
+        weight, the first lowering a squared-output loss."""
         call_kwargs = call_kwargs or {}
         inputs = [np.asarray(x) for x in inputs]
         layer = layer_fn()
@@ -295,9 +299,12 @@ class TestCase:
             loss="mse",
             jit_compile=BACKEND != "torch",
         )
-        loss_before = model.evaluate(inputs, target, verbose=0)
-        model.fit(inputs, target, batch_size=len(target), epochs=1, verbose=0, shuffle=False)
-        loss_after = model.evaluate(inputs, target, verbose=0)
+        # Each epoch is one step and logs the loss at the weights it starts from (as in
+        # `fit_lowers_loss`): the second epoch's is the loss after the first step.
+        history = model.fit(
+            inputs, target, batch_size=len(target), epochs=2, verbose=0, shuffle=False
+        )
+        loss_before, loss_after = history.history["loss"]
         assert np.isfinite(loss_after) and loss_after < loss_before
         for old, new in zip(before, layer.trainable_weights, strict=True):
             assert not np.allclose(old, to_numpy(new)), f"{new.path} did not change"
