@@ -169,6 +169,30 @@ def test_the_decoding_table_sets_each_first_call_beside_opennmt_pys(tmp_path):
     assert [decode.model_path(one, b) for b in ("jax", "torch")] == ["trained.keras"] * 2
 
 
+def test_local_vs_global_writes_its_times_and_ratios(tmp_path):
+    """`speed local_vs_global --json`: a row per S in ms, and the two ratios the page quotes
+    (local at the largest S over the smallest; global over local at the largest)."""
+    import argparse
+
+    from benchmarks.speed import local_vs_global
+
+    path = tmp_path / "lvg.json"
+    args = argparse.Namespace(
+        sources=[256, 16384], batch=8, steps=64, dim=128, window=10, score="dot", eager=False,
+        json=str(path),
+    )  # fmt: skip
+    local_vs_global.write_json(args, [0.002, 0.0019], [0.001, 0.095])
+    record = json.loads(path.read_text())
+    assert record["rows"] == [
+        {"S": "256", "local": "2.00 ms", "global": "1.00 ms"},
+        {"S": "16384", "local": "1.90 ms", "global": "95.00 ms"},
+    ]
+    figures = record["figures"]
+    assert (figures["flatness"], figures["speedup"]) == ("0.95", "50.0")
+    assert (figures["local_16384"], figures["global_256"]) == ("1.90", "1.00")
+    assert record["settings"]["eager"] == "False"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

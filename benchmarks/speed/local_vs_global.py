@@ -1,6 +1,7 @@
 """Forward+backward time of LocalAttention(predictive) and GlobalAttention as S grows.
 
-    KERAS_BACKEND=jax python -m benchmarks.speed local_vs_global [--batch 8] [--dim 128]
+    KERAS_BACKEND=jax python -m benchmarks.speed local_vs_global [--batch 8] [--dim 128] \
+        [--json docs/results/local_vs_global.json]
 
 Prints, from one run on the current backend, the time of one forward+backward pass of each
 layer for S = 256 ... 16384 (T = 64, D = 10), then two ratios:
@@ -16,6 +17,9 @@ The score is "dot" by default, so that neither side projects anything: with "gen
 global layer projects all S keys (`W_a h̄_s`, what a decoder wants, once per source) while
 local attention projects the T queries, which for T < S makes global look slower than its
 cheaper form would be. `--score general` measures that case too.
+
+`--json FILE` writes the results file a page quotes: a row for each S (the times in ms), and
+the figures `local_<S>`, `global_<S>`, `flatness` and `speedup`. Run nothing else beside it.
 """
 
 import argparse
@@ -27,7 +31,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks import harness  # noqa: E402
 from keras_luong import GlobalAttention, LocalAttention  # noqa: E402
+
+COLUMNS = [("S", "S"), ("local", "local"), ("global", "global")]
 
 
 def make_step(layer, query, value, value_grad):
@@ -94,7 +101,7 @@ def measure(step, repeats):
     return float(np.median(times))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--dim", type=int, default=128)
@@ -105,7 +112,8 @@ def main():
     parser.add_argument("--value-grad", action="store_true")
     parser.add_argument("--eager", action="store_true", help="direct eager forward calls")
     parser.add_argument("--score", default="dot", choices=["dot", "general", "concat"])
-    args = parser.parse_args()
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
     query = rng.standard_normal((args.batch, args.steps, args.dim)).astype("float32")
@@ -142,6 +150,25 @@ def main():
         f"speed-up  global / local at S={args.sources[-1]} = {speedup:.1f}"
         f"  (goal >= 10: {'met' if speedup >= 10 else 'NOT met'})"
     )
+    if args.json:
+        write_json(args, local_times, global_times)
+
+
+def write_json(args, local_times, global_times):
+    """The results file: a row per S (times as the page shows them, `2.15 ms`) and the
+    figures by name (`local_256`, `global_16384`, `flatness`, `speedup`)."""
+    rows, figures = [], {}
+    for size, local, global_ in zip(args.sources, local_times, global_times, strict=True):
+        rows.append({"S": str(size), "local": f"{1e3 * local:.2f} ms"})
+        rows[-1]["global"] = f"{1e3 * global_:.2f} ms"
+        figures[f"local_{size}"] = f"{1e3 * local:.2f}"
+        figures[f"global_{size}"] = f"{1e3 * global_:.2f}"
+    figures["flatness"] = f"{local_times[-1] / local_times[0]:.2f}"
+    figures["speedup"] = f"{global_times[-1] / local_times[-1]:.1f}"
+    settings = {"batch": args.batch, "steps": args.steps, "dim": args.dim}
+    settings.update(window=args.window, score=args.score, eager=args.eager)
+    settings = {key: str(value) for key, value in settings.items()}
+    harness.write_results(args.json, rows, columns=COLUMNS, figures=figures, settings=settings)
 
 
 if __name__ == "__main__":

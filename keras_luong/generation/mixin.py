@@ -211,8 +211,7 @@ class GenerationMixin:
         Returns:
             The ids `(B, max_length)`; with a `BeamSearchSampler(return_all_beams=True)`, the
             ids `(B, num_beams, max_length)` of every hypothesis, best first, and their
-            scores `(B, num_beams)` (about `-1e9` for a hypothesis never reached, where a row
-            has fewer continuations than beams); then the alignments if asked for.
+            scores `(B, num_beams)` (about -1e9 for one never reached); then the alignments.
         """
         return generate_checked(
             self, inputs, max_length, stop_token_ids, sampler, batch_size,
@@ -282,11 +281,11 @@ class GenerationMixin:
 
         Returns:
             One string per text; with a sampler that returns all beams, one n-best list of
-            `(string, score)` per text (the hypotheses beam search reached: fewer than its
-            beams where a text has fewer continuations, e.g. most tokens banned). With
-            `return_alignments` or `return_token_scores`, a tuple: the translations, then an
-            `Alignment` per translation if asked, then a `TokenScores` per translation if
-            asked (a list of them per n-best list).
+            `(string, score)` per text (the hypotheses it reached: fewer than its beams where
+            a text has fewer continuations). With `return_alignments` or
+            `return_token_scores`, a tuple: the translations, then an `Alignment` per
+            translation if asked, then a `TokenScores` per translation if asked (a list of
+            them per n-best list).
         """
         return translate_texts(
             self, texts, source_vocabulary, target_vocabulary, max_length, sampler, batch_size,
