@@ -193,6 +193,32 @@ def test_local_vs_global_writes_its_times_and_ratios(tmp_path):
     assert record["settings"]["eager"] == "False"
 
 
+def test_source_length_writes_each_ratio_at_the_largest_source(tmp_path):
+    """`speed source_length --json`: per model, each attention's step time at the largest S
+    over the smallest, and each time in ms."""
+    import argparse
+
+    from benchmarks.speed import source_length
+
+    path = tmp_path / "sl.json"
+    args = argparse.Namespace(
+        sources=[200, 2000], batch=32, length=50, units=128, vocab=100, rounds=3, steps=2,
+        json=str(path),
+    )  # fmt: skip
+    med = {("model", "local-p", 200): 0.1, ("model", "local-p", 2000): 0.55}
+    med |= {("model", "global", 200): 0.1, ("model", "global", 2000): 0.9}
+    med |= {("decoder", "local-p", 200): 0.05, ("decoder", "local-p", 2000): 0.08}
+    med |= {("decoder", "global", 200): 0.08, ("decoder", "global", 2000): 0.36}
+    source_length.write_json(args, med)
+    record = json.loads(path.read_text())
+    assert [(r["local-p"], r["global"]) for r in record["rows"]] == [
+        ("5.50", "9.00"),
+        ("1.60", "4.50"),
+    ]
+    assert record["figures"]["decoder_global_2000"] == "360.0"
+    assert record["tables"]["ratios"]["columns"][0] == ["model", "S = 2000 over S = 200", False]
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

@@ -278,6 +278,7 @@ RESULTS_STATEMENTS = [
     ("g2p.md", "Validation WER (greedy) after", "## The variants at one equal budget", "g2p"),
     ("opennmt.md", "## Decoding: the first call", "## Given an hour", "opennmt_decode"),
     ("benchmarks.md", "## Local vs global attention", "## Decoder train step", "local_vs_global"),
+    ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 

@@ -8,7 +8,9 @@ eager torch), one train step of
   decoder  the same `LuongDecoder`s alone, the encoder states given as an input, so that the
            encoder's own O(S) recurrence is left out and only the attention's cost remains;
 for each source length S (T fixed), and prints each time over its time at the smallest S
-(goal for local-p: <= 1.3).
+(goal for local-p: <= 1.3). `--json FILE` writes the results file a page quotes: the table of
+those ratios at the largest S (`model_local_p`, `decoder_global`, ...) and each time in ms.
+Run nothing else beside it.
 """
 
 import argparse
@@ -20,7 +22,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks import harness  # noqa: E402
 from keras_luong import GlobalAttention, LocalAttention, LuongDecoder, LuongSeq2Seq  # noqa: E402
+
+ROWS = {
+    "model": "`LuongSeq2Seq` (biLSTM encoder over S)",
+    "decoder": "`LuongDecoder` alone, the encoder states given",
+}
 
 
 def decoder_model(alignment, vocab, units):
@@ -35,7 +43,7 @@ def decoder_model(alignment, vocab, units):
     return keras.Model([memory, target], keras.layers.Dense(vocab)(decoded))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--sources", type=int, nargs="+", default=[200, 2000])
@@ -44,7 +52,8 @@ def main():
     parser.add_argument("--vocab", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    args = parser.parse_args(argv)
     backend = keras.backend.backend()
     rng = np.random.default_rng(0)
     b, t, u, v = args.batch, args.length, args.units, args.vocab
@@ -90,6 +99,32 @@ def main():
                 ratio = med[(name, alignment, s)] / med[(name, alignment, first)]
                 cells.append(f"S={s}: {1e3 * med[(name, alignment, s)]:7.1f} ms ({ratio:4.2f})")
             print(f"{name:<8} {alignment:<8} " + "   ".join(cells))
+    if args.json:
+        write_json(args, med)
+
+
+def write_json(args, med):
+    """The results file: a row per model (`ROWS`) with each attention's time at the largest S
+    over its time at the smallest, and the figures by name (`model_local_p` for that ratio,
+    `model_local_p_200` for the time in ms at S = 200, ...)."""
+    first, last = args.sources[0], args.sources[-1]
+    rows, figures = [], {}
+    for name, label in ROWS.items():
+        row = {"model": label}
+        for alignment in ("local-p", "global"):
+            key = f"{name}_{alignment.replace('-', '_')}"
+            row[alignment] = f"{med[(name, alignment, last)] / med[(name, alignment, first)]:.2f}"
+            figures[key] = row[alignment]
+            for size in args.sources:
+                figures[f"{key}_{size}"] = f"{1e3 * med[(name, alignment, size)]:.1f}"
+        rows.append(row)
+    header = f"S = {last} over S = {first}"
+    columns = [("model", header, False), ("local-p", "local-p", True), ("global", "global", True)]
+    settings = {"batch": args.batch, "length": args.length, "units": args.units}
+    settings.update(vocab=args.vocab, rounds=args.rounds, steps=args.steps)
+    settings = {key: str(value) for key, value in settings.items()}
+    tables = {"ratios": {"columns": columns}}
+    harness.write_results(args.json, rows, figures=figures, settings=settings, tables=tables)
 
 
 if __name__ == "__main__":
