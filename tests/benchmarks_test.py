@@ -219,6 +219,20 @@ def test_source_length_writes_each_ratio_at_the_largest_source(tmp_path):
     assert record["tables"]["ratios"]["columns"][0] == ["model", "S = 2000 over S = 200", False]
 
 
+def test_run_paths_writes_each_paths_time_and_their_ratio(tmp_path):
+    import argparse
+
+    from benchmarks.speed import run_paths
+
+    path = tmp_path / "rp.json"
+    args = argparse.Namespace(
+        batch=64, length=50, units=256, vocab=1000, rounds=3, steps=1, json=str(path)
+    )
+    run_paths.write_json(args, {"cell-only": 0.2, "in-loop": 0.25})
+    figures = json.loads(path.read_text())["figures"]
+    assert figures == {"cell_only": "200.0", "in_loop": "250.0", "ratio": "1.25"}
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

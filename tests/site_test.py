@@ -279,6 +279,7 @@ RESULTS_STATEMENTS = [
     ("opennmt.md", "## Decoding: the first call", "## Given an hour", "opennmt_decode"),
     ("benchmarks.md", "## Local vs global attention", "## Decoder train step", "local_vs_global"),
     ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
+    ("benchmarks.md", "## The decoder's run paths", "## What the decoding", "run_paths_jax"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 

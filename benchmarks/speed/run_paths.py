@@ -8,7 +8,8 @@ two ways, interleaved in one run:
 
     KERAS_BACKEND=jax python -m benchmarks.speed run_paths [--rounds 5] [--length 50]
 
-Prints ms per step (medians) and in-loop / cell-only.
+Prints ms per step (medians) and in-loop / cell-only; `--json FILE` writes them to the results
+file a page quotes (`cell_only`, `in_loop`, `ratio`). Run nothing else beside it.
 """
 
 import argparse
@@ -21,6 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks import harness  # noqa: E402
 from keras_luong import GlobalAttention, LuongDecoder  # noqa: E402
 
 
@@ -46,7 +48,7 @@ def make_model(args, in_loop):
     return model
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--length", type=int, default=50)
@@ -54,7 +56,8 @@ def main():
     parser.add_argument("--vocab", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     x = [rng.normal(size=(args.batch, args.length, args.units)).astype("float32") for _ in "ab"]
     y = rng.integers(0, args.vocab, (args.batch, args.length))
@@ -76,6 +79,22 @@ def main():
     for name, median in medians.items():
         print(f"{name:<10} {median * 1e3:8.1f} ms/step")
     print(f"in-loop / cell-only {medians['in-loop'] / medians['cell-only']:.2f}")
+    if args.json:
+        write_json(args, medians)
+
+
+def write_json(args, medians):
+    """The results file: each path's ms per step and in-loop / cell-only, as figures."""
+    figures = {
+        "cell_only": f"{1e3 * medians['cell-only']:.1f}",
+        "in_loop": f"{1e3 * medians['in-loop']:.1f}",
+        "ratio": f"{medians['in-loop'] / medians['cell-only']:.2f}",
+    }
+    rows = [{"path": name, "ms": f"{1e3 * median:.1f}"} for name, median in medians.items()]
+    settings = {"batch": args.batch, "length": args.length, "units": args.units}
+    settings.update(vocab=args.vocab, rounds=args.rounds, steps=args.steps)
+    settings = {key: str(value) for key, value in settings.items()}
+    harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 
 if __name__ == "__main__":
