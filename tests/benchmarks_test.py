@@ -233,6 +233,23 @@ def test_run_paths_writes_each_paths_time_and_their_ratio(tmp_path):
     assert figures == {"cell_only": "200.0", "in_loop": "250.0", "ratio": "1.25"}
 
 
+def test_ensemble_overhead_writes_the_ensemble_over_its_members_sum(tmp_path, monkeypatch):
+    """`speed ensemble_overhead --json`: per decoding, the members' summed time and the
+    ensemble's over it (the medians stubbed: 2 members at 50 and 70 ms, the ensemble 90)."""
+    from benchmarks.speed import ensemble_overhead
+
+    def medians(versions, cases, rounds, calls):
+        times = {"member 0": 0.05, "member 1": 0.07, "ensemble": 0.09}
+        return {(name, case): times[name] for name in versions for case in cases}
+
+    monkeypatch.setattr(ensemble_overhead, "interleaved_medians", medians)
+    path = tmp_path / "eo.json"
+    ensemble_overhead.main(["--members", "2", "--max-length", "2", "--json", str(path)])
+    figures = json.loads(path.read_text())["figures"]
+    assert (figures["greedy_sum"], figures["greedy_ratio"]) == ("120", "0.75")
+    assert figures["beam_5_ratio"] == "0.75" and figures["beam_5_ensemble"] == "90"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

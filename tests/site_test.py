@@ -280,6 +280,7 @@ RESULTS_STATEMENTS = [
     ("benchmarks.md", "## Local vs global attention", "## Decoder train step", "local_vs_global"),
     ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
     ("benchmarks.md", "## The decoder's run paths", "## What the decoding", "run_paths_jax"),
+    ("benchmarks.md", "### An ensemble's decoding", "## The decoder's", "ensemble_overhead_jax"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 
