@@ -250,6 +250,24 @@ def test_ensemble_overhead_writes_the_ensemble_over_its_members_sum(tmp_path, mo
     assert figures["beam_5_ratio"] == "0.75" and figures["beam_5_ensemble"] == "90"
 
 
+def test_compile_cache_writes_each_processs_compiling(tmp_path):
+    """`speed compile_cache --json`: each process's first-epoch excess over its second."""
+    import argparse
+
+    from benchmarks.speed import compile_cache
+
+    path = tmp_path / "cc.json"
+    args = argparse.Namespace(train_pairs=1500, valid_pairs=300, json=str(path))
+    names = list(compile_cache.NAMES)
+    runs = {names[0]: {"epochs": [32.0, 8.5], "shapes": 14}}
+    runs |= {names[1]: {"epochs": [33.0, 8.0]}, names[2]: {"epochs": [12.0, 8.25]}}
+    compile_cache.write_json(args, runs)
+    figures = json.loads(path.read_text())["figures"]
+    assert (figures["no_cache_compiling"], figures["cached_compiling"]) == ("23.5", "3.8")
+    assert (figures["shapes"], figures["pairs"]) == ("14", "1,500")
+    assert figures["filling_first"] == "33.0"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

@@ -281,6 +281,7 @@ RESULTS_STATEMENTS = [
     ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
     ("benchmarks.md", "## The decoder's run paths", "## What the decoding", "run_paths_jax"),
     ("benchmarks.md", "### An ensemble's decoding", "## The decoder's", "ensemble_overhead_jax"),
+    ("guide/own_corpus.md", "## Faster training on each", "On PyTorch on a CPU", "compile_cache"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 

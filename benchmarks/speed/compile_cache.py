@@ -12,7 +12,9 @@ global clipping; no callbacks) for two epochs on the first `--train-pairs` pairs
 study's long corpus, with the validation loss on `--valid-pairs` pairs, in three processes
 run one after the other: without the cache, then twice with one new cache folder (the first
 fills it, the second reads it). It prints each process's epoch times; the first epoch's
-excess over the second is the compiling. Run nothing else beside it.
+excess over the second is the compiling. `--json FILE` writes them to the results file the
+pages quote (`no_cache_first`, `no_cache_compiling`, `cached_first`, `cached_compiling`,
+`shapes`, `pairs`). Run nothing else beside it.
 """
 
 import argparse
@@ -22,7 +24,15 @@ import sys
 import tempfile
 import time
 
+from benchmarks import harness
 from benchmarks.harness import worker_result
+
+# Each process's figures' names in the results file.
+NAMES = {
+    "no cache": "no_cache",
+    "cache, first process (fills it)": "filling",
+    "cache, second process (reads it)": "cached",
+}
 
 
 def parse_args(argv=None):
@@ -31,6 +41,7 @@ def parse_args(argv=None):
     parser.add_argument("--train-pairs", type=int, default=1500)
     parser.add_argument("--valid-pairs", type=int, default=300)
     parser.add_argument("--vocabulary-size", type=int, default=8000)
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -114,6 +125,22 @@ def main(argv=None):
     for name, result in runs.items():
         first, second = result["epochs"]
         print(f"{name:<34} {first:10.1f} {second:10.1f} {first - second:12.1f}")
+    if args.json:
+        write_json(args, runs)
+
+
+def write_json(args, runs):
+    """The results file: a row per process, and its figures by name (`NAMES`)."""
+    rows, figures = [], {"shapes": str(runs["no cache"]["shapes"])}
+    figures["pairs"] = f"{args.train_pairs:,}"
+    for name, result in runs.items():
+        first, second = result["epochs"]
+        key = NAMES[name]
+        figures[f"{key}_first"], figures[f"{key}_second"] = f"{first:.1f}", f"{second:.1f}"
+        figures[f"{key}_compiling"] = f"{first - second:.1f}"
+        rows.append({"process": name, "first": f"{first:.1f}", "second": f"{second:.1f}"})
+    settings = {"train_pairs": str(args.train_pairs), "valid_pairs": str(args.valid_pairs)}
+    harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 
 if __name__ == "__main__":
