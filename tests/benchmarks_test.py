@@ -268,6 +268,23 @@ def test_compile_cache_writes_each_processs_compiling(tmp_path):
     assert figures["filling_first"] == "33.0"
 
 
+def test_torch_allocator_writes_the_rounds_ratios(tmp_path):
+    import argparse
+
+    from benchmarks.speed import torch_allocator
+
+    path = tmp_path / "ta.json"
+    args = argparse.Namespace(batch=64, length=28, vocabulary=8000, json=str(path))
+    rounds = [{"as it is": 0.4, "raised": 0.3}, {"as it is": 0.5, "raised": 0.4}]
+    rounds.append({"as it is": 0.4, "raised": 0.32})
+    torch_allocator.write_json(args, rounds)
+    record = json.loads(path.read_text())
+    assert record["figures"] == {
+        "ratio": "0.80", "rounds": "3", "ratio_low": "0.75", "ratio_high": "0.80"
+    }  # fmt: skip
+    assert record["rows"][1] == {"round": "2", "as_it_is": "500", "raised": "400", "ratio": "0.80"}
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

@@ -282,6 +282,7 @@ RESULTS_STATEMENTS = [
     ("benchmarks.md", "## The decoder's run paths", "## What the decoding", "run_paths_jax"),
     ("benchmarks.md", "### An ensemble's decoding", "## The decoder's", "ensemble_overhead_jax"),
     ("guide/own_corpus.md", "## Faster training on each", "On PyTorch on a CPU", "compile_cache"),
+    ("guide/own_corpus.md", "On PyTorch on a CPU", "you; `python -m", "torch_allocator"),
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 

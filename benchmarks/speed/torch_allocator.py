@@ -10,7 +10,9 @@ reversed every other round:
 Each worker trains two steps untimed, then times `--calls` steps and prints their median. The
 script prints each round's two medians and their ratio (raised / as it is; below 1: faster),
 and the median of the rounds' ratios. The workers get the environment without glibc's
-`MALLOC_*` variables, so that "as it is" is glibc's default. Run nothing else beside it.
+`MALLOC_*` variables, so that "as it is" is glibc's default. `--json FILE` writes the rounds
+and the ratios' median, lowest and highest (`ratio`, `ratio_low`, `ratio_high`) to the results
+file the pages quote. Run nothing else beside it.
 """
 
 import argparse
@@ -20,6 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from benchmarks import harness
 
 SETTINGS = ("as it is", "raised")
 
@@ -54,15 +58,16 @@ def run_worker(args, setting):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--calls", type=int, default=9, help="timed steps a worker")
     parser.add_argument("--vocabulary", type=int, default=8000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--length", type=int, default=28)
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     parser.add_argument("--worker", choices=SETTINGS, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     for name in ("rounds", "calls", "vocabulary", "batch", "length"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, received {getattr(args, name)}")
@@ -78,10 +83,11 @@ def main():
         f"S=T={args.length}, vocabulary {args.vocabulary}, {args.calls} timed steps a worker"
     )
     print(f"{'round':>5} {'as it is ms':>12} {'raised ms':>10} {'ratio':>6}")
-    ratios = []
+    ratios, rounds = [], []
     for number in range(1, args.rounds + 1):
         order = SETTINGS if number % 2 else SETTINGS[::-1]
         seconds = {setting: run_worker(args, setting) for setting in order}
+        rounds.append(seconds)
         ratios.append(seconds["raised"] / seconds["as it is"])
         print(
             f"{number:>5} {seconds['as it is'] * 1e3:>12.0f} {seconds['raised'] * 1e3:>10.0f} "
@@ -89,6 +95,28 @@ def main():
             flush=True,
         )
     print(f"raised / as it is, median over {args.rounds} rounds: {statistics.median(ratios):.2f}")
+    if args.json:
+        write_json(args, rounds)
+
+
+def write_json(args, rounds):
+    """The results file: a row per round (each setting's median step in ms, their ratio) and
+    the ratios' median, lowest and highest."""
+    ratios = [seconds["raised"] / seconds["as it is"] for seconds in rounds]
+    rows = [
+        {
+            "round": str(number),
+            "as_it_is": f"{seconds['as it is'] * 1e3:.0f}",
+            "raised": f"{seconds['raised'] * 1e3:.0f}",
+            "ratio": f"{ratio:.2f}",
+        }
+        for number, (seconds, ratio) in enumerate(zip(rounds, ratios, strict=True), 1)
+    ]
+    figures = {"ratio": f"{statistics.median(ratios):.2f}", "rounds": str(len(rounds))}
+    figures |= {"ratio_low": f"{min(ratios):.2f}", "ratio_high": f"{max(ratios):.2f}"}
+    settings = {"threads": os.environ.get("OMP_NUM_THREADS", "unset"), "batch": str(args.batch)}
+    settings |= {"length": str(args.length), "vocabulary": str(args.vocabulary)}
+    harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 
 if __name__ == "__main__":
