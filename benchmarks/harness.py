@@ -183,6 +183,11 @@ def markdown(columns, rows):
     return lines
 
 
+def settings_of(args, *names):
+    """The options `names` of `args` as a results file's `settings` (strings)."""
+    return {name: str(getattr(args, name)) for name in names}
+
+
 def write_results(json_path, rows, **settings):
     """Writes `rows` (a list of dicts) to `json_path` as JSON, with what produced them: the
     command, the backend, the versions, the date and `settings`."""

@@ -139,7 +139,7 @@ def write_json(args, runs):
         figures[f"{key}_first"], figures[f"{key}_second"] = f"{first:.1f}", f"{second:.1f}"
         figures[f"{key}_compiling"] = f"{first - second:.1f}"
         rows.append({"process": name, "first": f"{first:.1f}", "second": f"{second:.1f}"})
-    settings = {"train_pairs": str(args.train_pairs), "valid_pairs": str(args.valid_pairs)}
+    settings = harness.settings_of(args, "train_pairs", "valid_pairs")
     harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 

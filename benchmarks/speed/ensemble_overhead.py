@@ -70,8 +70,7 @@ def main(argv=None):
         figures[f"{key}_ratio"] = f"{times[-1] / total:.2f}"
         rows.append({"decoding": case, "sum": f"{total:.0f}", "ratio": figures[f"{key}_ratio"]})
     if args.json:
-        settings = {"members": str(args.members), "max_length": str(args.max_length)}
-        settings["rounds"] = str(args.rounds)
+        settings = harness.settings_of(args, "members", "max_length", "rounds")
         harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 

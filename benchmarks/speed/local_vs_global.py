@@ -165,9 +165,7 @@ def write_json(args, local_times, global_times):
         figures[f"global_{size}"] = f"{1e3 * global_:.2f}"
     figures["flatness"] = f"{local_times[-1] / local_times[0]:.2f}"
     figures["speedup"] = f"{global_times[-1] / local_times[-1]:.1f}"
-    settings = {"batch": args.batch, "steps": args.steps, "dim": args.dim}
-    settings.update(window=args.window, score=args.score, eager=args.eager)
-    settings = {key: str(value) for key, value in settings.items()}
+    settings = harness.settings_of(args, "batch", "steps", "dim", "window", "score", "eager")
     harness.write_results(args.json, rows, columns=COLUMNS, figures=figures, settings=settings)
 
 

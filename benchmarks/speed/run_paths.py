@@ -91,9 +91,7 @@ def write_json(args, medians):
         "ratio": f"{medians['in-loop'] / medians['cell-only']:.2f}",
     }
     rows = [{"path": name, "ms": f"{1e3 * median:.1f}"} for name, median in medians.items()]
-    settings = {"batch": args.batch, "length": args.length, "units": args.units}
-    settings.update(vocab=args.vocab, rounds=args.rounds, steps=args.steps)
-    settings = {key: str(value) for key, value in settings.items()}
+    settings = harness.settings_of(args, "batch", "length", "units", "vocab", "rounds", "steps")
     harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 

@@ -120,9 +120,7 @@ def write_json(args, med):
         rows.append(row)
     header = f"S = {last} over S = {first}"
     columns = [("model", header, False), ("local-p", "local-p", True), ("global", "global", True)]
-    settings = {"batch": args.batch, "length": args.length, "units": args.units}
-    settings.update(vocab=args.vocab, rounds=args.rounds, steps=args.steps)
-    settings = {key: str(value) for key, value in settings.items()}
+    settings = harness.settings_of(args, "batch", "length", "units", "vocab", "rounds", "steps")
     tables = {"ratios": {"columns": columns}}
     harness.write_results(args.json, rows, figures=figures, settings=settings, tables=tables)
 

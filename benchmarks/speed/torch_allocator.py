@@ -114,8 +114,8 @@ def write_json(args, rounds):
     ]
     figures = {"ratio": f"{statistics.median(ratios):.2f}", "rounds": str(len(rounds))}
     figures |= {"ratio_low": f"{min(ratios):.2f}", "ratio_high": f"{max(ratios):.2f}"}
-    settings = {"threads": os.environ.get("OMP_NUM_THREADS", "unset"), "batch": str(args.batch)}
-    settings |= {"length": str(args.length), "vocabulary": str(args.vocabulary)}
+    settings = {"threads": os.environ.get("OMP_NUM_THREADS", "unset")}
+    settings |= harness.settings_of(args, "batch", "length", "vocabulary")
     harness.write_results(args.json, rows, figures=figures, settings=settings)
 
 
