@@ -159,24 +159,23 @@ def translate_texts(
         generated = keras.tree.map_structure(lambda part, kept=kept: part[kept], generated)
         weights = None if weights is None else weights[kept]
         cut = np.arange(bound) >= bounds[indices][:, None]  # (rows, bound)
-        scores = reached = None
+        scores = None
         if isinstance(generated, tuple):  # every beam, with its score
             ids, scores = generated
             ids = np.where(cut[:, None, :], 0, ids)
             # A hypothesis beam search never reached scores about MASKED_SCORE (a row with
             # fewer continuations than beams: most tokens banned, or a prefix that ends it):
-            # the n-best lists leave it out.
-            reached = np.asarray(scores) > MASKED_SCORE / 2
+            # each row's n-best list holds its `live` hypotheses alone.
+            scores = np.asarray(scores)
+            live = [np.flatnonzero(row > MASKED_SCORE / 2) for row in scores]
         else:
             ids = np.where(cut, 0, generated)
         if return_token_scores:
             found = generated_token_scores(model, source, ids, target_vocabulary)
             for row, i in enumerate(indices):
-                token_scores[i] = found[row]
-                if reached is not None:
-                    token_scores[i] = [
-                        s for s, live in zip(found[row], reached[row], strict=True) if live
-                    ]
+                token_scores[i] = (
+                    found[row] if scores is None else [found[row][j] for j in live[row]]
+                )
         if weights is not None:  # zero past each row's own bound, as the ids
             weights = np.where(ids[..., None] == 0, 0.0, weights).astype("float32")
         elif return_alignments or (replace_unk and np.any(ids == target_vocabulary.OOV)):
@@ -184,10 +183,10 @@ def translate_texts(
         for row, i in enumerate(indices):
             source_tokens = None if weights is None else vocabularies["source"].tokenize(texts[i])
             # One translation a row; with all beams, one a hypothesis.
-            hypotheses = ids[row] if scores is not None else ids[row][None]
+            hypotheses = ids[row][live[row]] if scores is not None else ids[row][None]
             steps = [None] * len(hypotheses)
             if weights is not None:
-                steps = weights[row] if scores is not None else weights[row][None]
+                steps = weights[row][live[row]] if scores is not None else weights[row][None]
             read = [
                 read_translation(
                     hypothesis,
@@ -202,15 +201,11 @@ def translate_texts(
             if scores is None:
                 results[i], alignments[i] = read[0]
             else:
-                kept = [
-                    (text, float(score), alignment)
-                    for (text, alignment), score, live in zip(
-                        read, scores[row], reached[row], strict=True
-                    )
-                    if live
+                results[i] = [
+                    (text, float(scores[row][j]))
+                    for (text, _), j in zip(read, live[row], strict=True)
                 ]
-                results[i] = [(text, score) for text, score, _ in kept]
-                alignments[i] = [alignment for _, _, alignment in kept]
+                alignments[i] = [found for _, found in read]
         progress.add(len(indices))
     returned = [results]
     if return_alignments:
