@@ -57,7 +57,7 @@ format: install
 
 # The documentation site in site/: strict, so a broken link, page or docstring fails.
 docs: install
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The whole suite and the example notebooks once per backend; fails if any backend fails.
 test: lint docs

@@ -155,7 +155,8 @@ def interleaved_medians(versions, cases, rounds, calls):
 
 def print_ratios(medians, cases, this, other, rounds, calls, json_path=None):
     """Prints each case's medians of `this` and `other` and their ratio; with `json_path`,
-    writes them there too (`write_results`). Returns the rows."""
+    writes them there too (`write_ratios`). Returns the rows (strings, as a results file holds
+    them)."""
     import keras
 
     print(f"backend {keras.backend.backend()}, {rounds} rounds of {calls} calls, medians")
@@ -164,10 +165,26 @@ def print_ratios(medians, cases, this, other, rounds, calls, json_path=None):
     for case in cases:
         a, b = medians[(this, case)] * 1e3, medians[(other, case)] * 1e3
         print(f"{case:<12} {a:14.1f} {b:14.1f} {a / b:7.3f}")
-        rows.append({"case": case, f"{this} ms": a, f"{other} ms": b, "ratio": a / b})
+        rows.append(
+            {"case": case, "this": this, "other": other,
+             "this ms": f"{a:.1f}", "other ms": f"{b:.1f}", "ratio": f"{a / b:.2f}"}
+        )  # fmt: skip
     if json_path:
-        write_results(json_path, rows, rounds=rounds, calls=calls)
+        write_ratios(json_path, rows, rounds, calls)
     return rows
+
+
+def write_ratios(json_path, rows, rounds, calls):
+    """The results file of `print_ratios`' rows: each row's ratio is the figure `<case>_over_
+    <other>` (`train_step_over_one_hot`), its times `<case>_<this>_ms` and `<case>_<other>_ms`."""
+    figures = {}
+    for row in rows:
+        case = figure_key(row["case"])
+        figures[f"{case}_over_{figure_key(row['other'])}"] = row["ratio"]
+        for side in ("this", "other"):
+            figures[f"{case}_{figure_key(row[side])}_ms"] = row[f"{side} ms"]
+    settings = {"rounds": str(rounds), "calls": str(calls)}
+    write_results(json_path, rows, figures=figures, settings=settings)
 
 
 # ----------------------------------------------------------------------------- results
@@ -181,6 +198,12 @@ def markdown(columns, rows):
     lines.append("|" + "|".join("---:" if right else "---" for _, _, right in columns) + "|")
     lines += ["| " + " | ".join(row[key] for key, _, _ in columns) + " |" for row in rows]
     return lines
+
+
+def figure_key(label):
+    """A label as a results file's key: `"beam 5, prefix of 5"` is `beam_5_prefix_of_5`,
+    `"Bahdanau (2015)"` is `bahdanau_2015`."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 def settings_of(args, *names):

@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.harness import markdown, write_results  # noqa: E402
+from benchmarks.harness import figure_key, markdown, write_results  # noqa: E402
 from keras_luong import LuongSeq2Seq, SequenceLoss  # noqa: E402
 from keras_luong.datasets import dates  # noqa: E402
 
@@ -136,11 +136,6 @@ def summary(values, spec):
     )
 
 
-def slug(name):
-    """A model's name as a results file's key: `Bahdanau (2015)` -> `bahdanau_2015`."""
-    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
-
-
 # The results file's tables: (key, header, aligned right) of each column.
 TABLES = {
     "seeds": [
@@ -176,7 +171,7 @@ def figures(scores, seeds, times):
     found = {}
     reference = times[REFERENCE]
     for name, rows in scores.items():
-        key = slug(name)
+        key = figure_key(name)
         exact, accuracy, aer = np.array(rows).T
         for measure, values in (("exact", exact), ("accuracy", accuracy)):
             found[f"{key}_{measure}_mean"] = f"{100 * values.mean():.1f}"

@@ -48,10 +48,15 @@ def test_print_ratios_writes_what_it_prints_as_json(tmp_path, capsys, monkeypatc
     assert "step" in out and "30.0" in out and "25.0" in out and "1.200" in out
     record = json.loads(path.read_text())
     assert record["rows"] == rows == [
-        {"case": "step", "new ms": pytest.approx(30.0), "old ms": pytest.approx(25.0),
-         "ratio": pytest.approx(1.2)}
+        {"case": "step", "this": "new", "other": "old", "this ms": "30.0", "other ms": "25.0",
+         "ratio": "1.20"}
     ]  # fmt: skip
-    assert record["backend"] == keras.backend.backend() and record["rounds"] == 3
+    assert record["figures"] == {
+        "step_over_old": "1.20",
+        "step_new_ms": "30.0",
+        "step_old_ms": "25.0",
+    }
+    assert record["backend"] == keras.backend.backend() and record["settings"]["rounds"] == "3"
     assert record["command"].startswith(f"KERAS_BACKEND={keras.backend.backend()} python")
 
 
@@ -285,6 +290,67 @@ def test_torch_allocator_writes_the_rounds_ratios(tmp_path):
     assert record["rows"][1] == {"round": "2", "as_it_is": "500", "raised": "400", "ratio": "0.80"}
 
 
+def test_decoding_figures_give_each_time_in_ms_and_the_ratios():
+    from benchmarks.speed import decoding
+
+    times = {"first": 1.5, "second": 0.02, "greedy": 0.02, "beam": 0.05}
+    times |= {"sentence_generate": 0.0077, "sentence_direct": 0.007, "sentence_predict": 0.0084}
+    figures = decoding.figures_of(times)
+    assert (figures["first"], figures["second"], figures["first_over_second"]) == (
+        "1500.0", "20.0", "75.0"
+    )  # fmt: skip
+    assert figures["beam_over_greedy"] == "2.50" and figures["sentence_direct"] == "7.0"
+    assert (figures["generate_over_direct"], figures["predict_over_direct"]) == ("1.10", "1.20")
+
+
+def test_decoder_step_figures_give_each_models_ratios_and_cs_shares():
+    from benchmarks.speed import decoder_step
+
+    medians = {
+        50: {"a": 0.100, "b": 0.095, "c": 0.130, "d": 0.143},
+        200: {"a": 0.400, "b": 0.380, "c": 0.560, "d": 0.504},
+    }
+    shares = {"forward": 0.25, "backward + update": 0.75, "outside the loop": 0.2}
+    figures = decoder_step.figures_of(medians, shares)
+    assert (figures["a_50"], figures["c_200"]) == ("100.0", "560.0")
+    assert (figures["b_over_a_50"], figures["c_over_a_50"], figures["d_over_a_200"]) == (
+        "0.95", "1.30", "1.26"
+    )  # fmt: skip
+    assert (figures["d_over_c_50"], figures["d_over_c_200"]) == ("1.10", "0.90")
+    assert figures["linearity"] == "1.08"  # 1.40 / 1.30
+    assert figures["backward_update_share"] == "75%" and figures["outside_the_loop_share"] == "20%"
+    assert "linearity" not in decoder_step.figures_of({50: medians[50]}, {})
+
+
+def test_decoder_step_builds_every_model_and_its_parts_add_up(tmp_path, monkeypatch):
+    """`speed decoder_step` at tiny sizes builds its seven models (the stand-in attention and
+    cell of its breakdown included), and the parts of (c)'s time telescope: forward plus
+    backward, and attention, cell, loop and the rest, are each all of it."""
+    from benchmarks.speed import decoder_step
+
+    path = tmp_path / "ds.json"
+    argv = "--lengths 4 --batch 2 --units 4 --vocab 7 --rounds 1 --steps 1 --json".split()
+    monkeypatch.setattr(sys, "argv", ["decoder_step", *argv, str(path)])
+    decoder_step.main()
+    figures = json.loads(path.read_text())["figures"]
+    share = {key: float(value.rstrip("%")) for key, value in figures.items() if "share" in key}
+    assert share["forward_share"] + share["backward_update_share"] == pytest.approx(100, abs=1)
+    parts = ("attention", "cell", "bookkeeping", "outside_the_loop")
+    assert sum(share[f"{part}_share"] for part in parts) == pytest.approx(100, abs=2)
+
+
+def test_decoding_vs_tfa_figures_take_tfas_faster_form():
+    from benchmarks.speed import decoding_vs_tfa
+
+    medians = {"greedy keras-luong": 0.09, "greedy tfa graph": 0.09, "greedy tfa xla": 0.15}
+    medians |= {"beam keras-luong": 0.012, "beam tfa graph": 0.024, "beam tfa xla": 0.016}
+    figures = decoding_vs_tfa.figures_of(medians)
+    assert (figures["greedy"], figures["greedy_tfa_xla"]) == ("90.0", "150.0")
+    assert (figures["greedy_over_graph"], figures["greedy_over_fastest"]) == ("1.00", "1.00")
+    assert (figures["beam_over_graph"], figures["beam_over_xla"]) == ("0.50", "0.75")
+    assert figures["beam_over_fastest"] == "0.75"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [
@@ -432,7 +498,7 @@ def test_the_decoding_controls_results_give_each_setting_over_its_sampler(tmp_pa
         # The median time, and the median of the pairs' ratios (not 220 / 200).
         {"setting": "greedy, prefix of 5", "ms": "220.0", "ratio": "2.200"},
     ]
-    keys = [decoding_controls.figure_key(label) for label, *_ in decoding_controls.settings(4)]
+    keys = [harness.figure_key(label) for label, *_ in decoding_controls.settings(4)]
     assert "beam_5_prefix_of_5" in keys and "sampling_top_p_0_9" in keys
     assert len(set(keys)) == len(keys)  # one figure each
 
@@ -444,8 +510,8 @@ def test_luong_vs_bahdanau_figures_and_tables_as_the_page_renders_them():
     from benchmarks import luong_vs_bahdanau as script
     from tests.site_test import load_hook
 
-    assert script.slug("Bahdanau (2015)") == "bahdanau_2015"
-    assert script.slug("Luong, local-p general") == "luong_local_p_general"
+    assert harness.figure_key("Bahdanau (2015)") == "bahdanau_2015"
+    assert harness.figure_key("Luong, local-p general") == "luong_local_p_general"
     scores = {
         "Luong, general": [(0.98, 0.875, 0.1), (0.954, 0.5, 0.3)],
         "Bahdanau (2015)": [(0.99, 0.9, 0.05), (0.97, 0.95, 0.15)],

@@ -131,7 +131,8 @@ def test_checks_find_raw_tex_and_leave_math_blocks_alone():
 def test_built_site_is_clean(tmp_path):
     site = tmp_path / "site"
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)],
+        # Not `--quiet`: it hides the warnings that `--strict` turns into a failed build.
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -279,10 +280,42 @@ RESULTS_STATEMENTS = [
     ("opennmt.md", "## Decoding: the first call", "## Given an hour", "opennmt_decode"),
     ("benchmarks.md", "## Local vs global attention", "## Decoder train step", "local_vs_global"),
     ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
+    ("benchmarks.md", "## Decoding (", "### Against tensorflow-addons", "decoding_jax"),
     ("benchmarks.md", "## The decoder's run paths", "## What the decoding", "run_paths_jax"),
     ("benchmarks.md", "### An ensemble's decoding", "## The decoder's", "ensemble_overhead_jax"),
+    (
+        "benchmarks.md",
+        "### Against tensorflow-addons",
+        "`torch.compile` (",
+        "decoding_vs_tfa_jax_64",
+    ),
+    (
+        "opennmt.md",
+        "## Where the speed comes from",
+        "- **On torch the decoder attends through",
+        "sequence_loss_speed_jax",
+    ),
+    ("migrating.md", "**Speed.** On JAX", "**Local attention**", "decoding_vs_tfa_jax_64"),
     ("guide/own_corpus.md", "## Faster training on each", "On PyTorch on a CPU", "compile_cache"),
     ("guide/own_corpus.md", "On PyTorch on a CPU", "you; `python -m", "torch_allocator"),
+]
+# The rows of the benchmarks page's summary that quote results files (each ends at its line's
+# end).
+RESULTS_STATEMENTS += [
+    ("benchmarks.md", f"| {question}", "\n", name)
+    for question, name in [
+        ("What does `generate` add", "decoding_sentence_jax"),
+        ("A second `generate`", "decoding_jax"),
+        ("Is decoding as fast as tensorflow-addons'", "decoding_vs_tfa_jax_64"),
+        ("Does the label-smoothed loss", "sequence_loss_speed_jax"),
+        ("Does the output layer's matrix form", "output_layer_jax"),
+        ("Does adding the output layer's bias", "output_layer_separate_bias_torch"),
+        ("Does local attention cost O(D)", "local_vs_global"),
+        ("What does decoding four models", "ensemble_overhead_jax"),
+        ("How much faster does torch train", "torch_allocator"),
+        ("On JAX, what does the persistent", "compile_cache"),
+        ("Does `translate`'s first call", "opennmt_decode"),
+    ]
 ]
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 
@@ -319,7 +352,7 @@ def test_the_figures_a_page_quotes_come_from_one_results_file():
         for number in re.findall(NUMBER, section):
             assert number in held, f"{page} states {number}, which no results file it quotes holds"
     # The comparison's summary rows and the figures its text quotes are its runs' means.
-    from benchmarks.luong_vs_bahdanau import slug
+    from benchmarks.harness import figure_key
 
     record = json.loads((ROOT / "docs" / "results" / "luong_vs_bahdanau.json").read_text())
     for row in record["tables"]["summary"]["rows"]:
@@ -328,7 +361,7 @@ def test_the_figures_a_page_quotes_come_from_one_results_file():
         for measure in ("exact", "accuracy"):
             mean = sum(float(run[measure].rstrip("%")) for run in runs) / len(runs)
             assert float(row[measure].split("%")[0]) == pytest.approx(mean, abs=0.01)
-            figure = record["figures"][f"{slug(row['model'])}_{measure}_mean"]
+            figure = record["figures"][f"{figure_key(row['model'])}_{measure}_mean"]
             assert float(figure) == pytest.approx(mean, abs=0.06), row["model"]
     # Notebook 07 trains three of the models as the script does with seed 0: its saved run
     # printed those rows.

@@ -21,7 +21,9 @@ in T, then where the time of (c) goes:
                the same Dense layers): the loop itself, states, masks, stacking;
   outside      encoder, embeddings, projection, loss and optimizer.
 With `--memory` the peak resident memory of one (c) train step per T is printed as well
-(a fresh process per T, so that earlier allocations do not count).
+(a fresh process per T, so that earlier allocations do not count). `--json FILE` writes the
+results file a page quotes (`figures_of`): each model's ms a step and its ratios per T, the
+linearity, and the shares of (c)'s time.
 """
 
 import argparse
@@ -37,14 +39,17 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
+from benchmarks import harness  # noqa: E402
 from keras_luong import GlobalAttention, LocalAttention, LuongDecoder  # noqa: E402
+from keras_luong.attention.protocol import Attended  # noqa: E402
 
 
 class IdentityAttention(GlobalAttention):
     """c_t := h_t (no score, softmax or weighted sum); still h̃ = tanh(W_c [c; h])."""
 
-    def attend(self, query, memory, step=None, training=None, return_attention_scores=False):
-        return self.attentional_state(query, query), None, None
+    def attend(self, query, memory, state, query_mask=None, step=None, training=None,
+               return_attention_scores=False, draws=None):  # fmt: skip
+        return Attended(self.attentional_state(query, query), None, None, state)
 
 
 class LinearCell(keras.layers.Layer):
@@ -176,6 +181,7 @@ def parse():
     parser.add_argument("--no-xla", action="store_true", help="TensorFlow without XLA")
     parser.add_argument("--no-breakdown", action="store_true")
     parser.add_argument("--memory", action="store_true", help="peak memory of (c) per T")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     return parser.parse_args()
 
 
@@ -188,7 +194,7 @@ def main():
         f"masks {'on' if args.mask else 'off'}, median of {args.rounds} interleaved rounds x "
         f"{args.steps} steps"
     )
-    ratios = {}
+    ratios, medians, shares = {}, {}, {}
     for length in args.lengths:
         x, y = data(args, args.source or length, length)
         names = ["a", "b", "c", "d"]
@@ -198,6 +204,7 @@ def main():
         runs = {name: (lambda m=m, x=x, y=y: m.train_on_batch(x, y)) for name, m in models.items()}
         runs["c forward"] = lambda m=models["c"], x=x, y=y: m.test_on_batch(x, y)
         med = time_models(runs, args.rounds, args.steps)
+        medians[length] = med
         print(f"\nS={args.source or length}, T={length}")
         for name in ("a", "b", "c", "d"):
             print(f"  ({name}) {1e3 * med[name]:8.1f} ms/step   /(a) {med[name] / med['a']:5.2f}")
@@ -216,6 +223,7 @@ def main():
             print("  where the time of (c) goes:")
             for part, value in parts.items():
                 print(f"    {part:<22} {1e3 * value:8.1f} ms  {100 * value / c:5.1f}%")
+            shares = {part.split(" (")[0]: value / c for part, value in parts.items()}
     if len(args.lengths) > 1:
         first, last = args.lengths[0], args.lengths[-1]
         print(
@@ -226,6 +234,34 @@ def main():
     if args.memory:
         for length in args.lengths:
             print(f"peak RSS of (c), T={length}: {peak_memory(args, length):.0f} MiB")
+    if args.json:
+        figures = figures_of(medians, shares)
+        rows = [{"figure": key, "value": value} for key, value in figures.items()]
+        settings = harness.settings_of(
+            args, "batch", "lengths", "source", "units", "vocab", "rounds", "steps", "mask"
+        )
+        settings["mode"] = mode
+        harness.write_results(args.json, rows, figures=figures, settings=settings)
+
+
+def figures_of(medians, shares):
+    """The figures of a run, by name: for each T, each model's ms a step (`a_50`), its time
+    over (a)'s (`c_over_a_50`) and (d)'s over (c)'s (`d_over_c_50`); `linearity`, (c)/(a) at
+    the last T over the first; the share of (c)'s time of each part (`cell_share`, in %)."""
+    figures = {}
+    for length, med in medians.items():
+        for name in ("a", "b", "c", "d"):
+            figures[f"{name}_{length}"] = f"{1e3 * med[name]:.1f}"
+        for name in ("b", "c", "d"):
+            figures[f"{name}_over_a_{length}"] = f"{med[name] / med['a']:.2f}"
+        figures[f"d_over_c_{length}"] = f"{med['d'] / med['c']:.2f}"
+    first, last = min(medians), max(medians)
+    if last != first:
+        ratios = {n: medians[n]["c"] / medians[n]["a"] for n in (first, last)}
+        figures["linearity"] = f"{ratios[last] / ratios[first]:.2f}"
+    for part, share in shares.items():
+        figures[f"{harness.figure_key(part)}_share"] = f"{100 * share:.0f}%"
+    return figures
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ with interleaved rounds (medians):
   called directly (`generator.predict_on_batch`), and Keras' `predict` (a per-call input
   pipeline, what `generate` used to run) over the same direct call. The issue's sentence
   shape: `--source-length 30 --steps 30 --vocabulary 8000`.
+
+`--json FILE` writes the results file a page quotes: each median in ms and each ratio, by
+name (`first`, `first_over_second`, `beam_over_greedy`, `sentence_generate`,
+`generate_over_direct`, ...).
 """
 
 import argparse
@@ -23,6 +27,7 @@ import time
 import keras
 import numpy as np
 
+from benchmarks import harness
 from keras_luong import BeamSearchSampler, LuongSeq2Seq
 
 
@@ -32,7 +37,7 @@ def timed(fn):
     return time.perf_counter() - start
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--source-length", type=int, default=20)
@@ -41,7 +46,8 @@ def main():
     parser.add_argument("--vocabulary", type=int, default=1000)
     parser.add_argument("--beams", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
     source = rng.integers(3, args.vocabulary, (args.batch, args.source_length)).astype("int32")
@@ -81,30 +87,47 @@ def main():
             single_times[name].append(timed(lambda run=run: [run() for _ in range(10)]) / 10)
     single_times = {name: statistics.median(t) for name, t in single_times.items()}
 
-    first, second = statistics.median(firsts), statistics.median(seconds)
-    greedy_time, beam_time = statistics.median(greedy_times), statistics.median(beam_times)
+    times = {
+        "first": statistics.median(firsts),
+        "second": statistics.median(seconds),
+        "greedy": statistics.median(greedy_times),
+        "beam": statistics.median(beam_times),
+        **{f"sentence_{name}": value for name, value in single_times.items()},
+    }
     print(
         f"backend {keras.backend.backend()}: B={args.batch}, S={args.source_length}, "
         f"T={args.steps}, units {args.units}, vocabulary {args.vocabulary}, "
         f"{args.rounds} rounds (medians)"
     )
-    print(f"generate, first call   {first * 1e3:9.1f} ms")
-    print(f"generate, second call  {second * 1e3:9.1f} ms   first/second {first / second:6.1f}")
-    print(f"greedy (warm)          {greedy_time * 1e3:9.1f} ms")
-    print(
-        f"beam {args.beams} (warm)          {beam_time * 1e3:9.1f} ms   "
-        f"beam/greedy {beam_time / greedy_time:5.2f}"
-    )
-    direct = single_times["direct"]
-    print(f"B=1 direct call        {direct * 1e3:9.1f} ms")
-    print(
-        f"B=1 generate           {single_times['generate'] * 1e3:9.1f} ms   "
-        f"generate/direct {single_times['generate'] / direct:5.2f}"
-    )
-    print(
-        f"B=1 predict            {single_times['predict'] * 1e3:9.1f} ms   "
-        f"predict/direct {single_times['predict'] / direct:5.2f}"
-    )
+    figures = figures_of(times)
+    print(f"generate, first call   {figures['first']:>9} ms")
+    print(f"generate, second call  {figures['second']:>9} ms   first/second "
+          f"{figures['first_over_second']:>6}")  # fmt: skip
+    print(f"greedy (warm)          {figures['greedy']:>9} ms")
+    print(f"beam {args.beams} (warm)          {figures['beam']:>9} ms   "
+          f"beam/greedy {figures['beam_over_greedy']:>5}")  # fmt: skip
+    print(f"B=1 direct call        {figures['sentence_direct']:>9} ms")
+    print(f"B=1 generate           {figures['sentence_generate']:>9} ms   "
+          f"generate/direct {figures['generate_over_direct']:>5}")  # fmt: skip
+    print(f"B=1 predict            {figures['sentence_predict']:>9} ms   "
+          f"predict/direct {figures['predict_over_direct']:>5}")  # fmt: skip
+    if args.json:
+        settings = harness.settings_of(
+            args, "batch", "source_length", "steps", "units", "vocabulary", "beams", "rounds"
+        )
+        rows = [{"measure": name, "value": value} for name, value in figures.items()]
+        harness.write_results(args.json, rows, figures=figures, settings=settings)
+
+
+def figures_of(times):
+    """The medians (seconds) as the page quotes them: each in ms, and the ratios."""
+    figures = {name: f"{1e3 * value:.1f}" for name, value in times.items()}
+    figures["first_over_second"] = f"{times['first'] / times['second']:.1f}"
+    figures["beam_over_greedy"] = f"{times['beam'] / times['greedy']:.2f}"
+    for name in ("generate", "predict"):
+        ratio = times[f"sentence_{name}"] / times["sentence_direct"]
+        figures[f"{name}_over_direct"] = f"{ratio:.2f}"
+    return figures
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ rounds, each compiled first (JAX, TensorFlow). Each call of a setting is paired 
 its sampler without controls, the two adjacent and in alternating order, and a ratio is the
 median over those pairs: a drift in the machine's speed (PyTorch's CPU times move by 20%
 between runs) reaches both calls of a pair. Run nothing else beside it. `--json` writes the
-ratios (`figures`, keyed by `figure_key` of the setting) and the rows to a results file that
+ratios (`figures`, keyed by `harness.figure_key` of the setting) and the rows to a results file that
 the benchmarks page quotes.
 """
 
@@ -118,7 +118,9 @@ def main(argv=None):
     for row in found:
         print(f"{row['setting']:30} {row['ms']:>9} {row['ratio']:>14}")
     if args.json:
-        figures = {figure_key(row["setting"]): f"{float(row['ratio']):.2f}" for row in found}
+        figures = {
+            harness.figure_key(row["setting"]): f"{float(row['ratio']):.2f}" for row in found
+        }
         measured = {"sources": str(args.batch), "steps": str(args.steps)}
         measured.update(rounds=str(args.rounds), calls=str(args.calls))
         harness.write_results(args.json, found, figures=figures, settings=measured)
@@ -134,11 +136,6 @@ def table(times, ratios, settings):
         ratio = 1.0 if label == base else statistics.median(ratios[label])
         rows.append({"setting": label, "ms": f"{1000 * median:.1f}", "ratio": f"{ratio:.3f}"})
     return rows
-
-
-def figure_key(label):
-    """The results file's key of a setting: `"beam 5, prefix of 5"` is `beam_5_prefix_of_5`."""
-    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ every step: the end token's logit is pushed to -1e9, so no hypothesis ends (kera
 
 The rounds interleave: each round times every side once (the mean of `--calls` calls), so the
 ratios share one time window; medians over the rounds are printed, with each setting's time
-over tensorflow-addons' graph and XLA times.
+over tensorflow-addons' graph and XLA times. `--json FILE` writes the results file a page
+quotes (`figures_of`).
 """
 
 import argparse
@@ -113,7 +114,7 @@ def tensorflow_addons_worker(batch, calls):
         steps = ids.shape[1]
         if steps != STEPS:
             sys.exit(f"{name} ran {steps} steps, not {STEPS}")
-    print("READY", flush=True)
+    print(f"READY {tf.__version__} {tfa.__version__}", flush=True)
     for line in sys.stdin:
         function = functions[line.strip()]
         start = time.perf_counter()
@@ -130,6 +131,7 @@ def main():
     parser.add_argument(
         "--tfa-python", default=os.environ.get("TFA_PYTHON", ".venv-tfa/bin/python")
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     parser.add_argument("--tfa-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.tfa_worker:
@@ -164,7 +166,8 @@ def main():
     for sampler in ours.values():
         if run(sampler).shape != (args.batch, STEPS):
             sys.exit("keras-luong did not run every step")
-    if worker.stdout.readline().strip() != "READY":
+    ready, *versions = worker.stdout.readline().split() or [""]
+    if ready != "READY":
         sys.exit("the tensorflow-addons worker failed")
 
     def tfa_time(name):
@@ -191,14 +194,44 @@ def main():
         f"S={SOURCE}, {STEPS} steps, {UNITS} units, vocabulary {VOCABULARY}, beam {BEAMS}; "
         f"medians of {args.rounds} interleaved rounds of {args.calls} calls"
     )
+    figures = figures_of(medians)
     for kind in ours:
-        ours_time = medians[f"{kind} keras-luong"]
-        graph, xla = medians[f"{kind} tfa graph"], medians[f"{kind} tfa xla"]
         print(
-            f"{kind:6s} keras-luong {ours_time * 1e3:8.1f} ms   tfa graph {graph * 1e3:8.1f} ms"
-            f"   tfa XLA {xla * 1e3:8.1f} ms   ours/graph {ours_time / graph:5.2f}"
-            f"   ours/XLA {ours_time / xla:5.2f}"
+            f"{kind:6s} keras-luong {figures[kind]:>8} ms   tfa graph "
+            f"{figures[f'{kind}_tfa_graph']:>8} ms   tfa XLA {figures[f'{kind}_tfa_xla']:>8} ms"
+            f"   ours/graph {figures[f'{kind}_over_graph']:>5}   ours/XLA "
+            f"{figures[f'{kind}_over_xla']:>5}   ours/fastest {figures[f'{kind}_over_fastest']:>5}"
         )
+    if args.json:
+        from benchmarks import harness
+
+        settings = harness.settings_of(args, "batch", "rounds", "calls")
+        settings["tensorflow"], settings["tensorflow_addons"] = versions
+        rows = [{"figure": key, "value": value} for key, value in figures.items()]
+        harness.write_results(args.json, rows, figures=figures, settings=settings)
+
+
+def figures_of(medians):
+    """The medians (seconds, keyed `"<greedy|beam> keras-luong"`, `"... tfa graph"`, `"... tfa
+    xla"`) as the page quotes them: for each sampler keras-luong's ms (`greedy`), tfa's
+    (`greedy_tfa_graph`, `greedy_tfa_xla`) and keras-luong's time over each and over the faster
+    (`greedy_over_fastest`)."""
+    figures = {}
+    for kind in ("greedy", "beam"):
+        ours, graph, xla = (
+            medians[f"{kind} {side}"] for side in ("keras-luong", "tfa graph", "tfa xla")
+        )
+        figures[kind] = f"{1e3 * ours:.1f}"
+        figures[f"{kind}_tfa_graph"], figures[f"{kind}_tfa_xla"] = (
+            f"{1e3 * graph:.1f}",
+            f"{1e3 * xla:.1f}",
+        )
+        figures[f"{kind}_over_graph"], figures[f"{kind}_over_xla"] = (
+            f"{ours / graph:.2f}",
+            f"{ours / xla:.2f}",
+        )
+        figures[f"{kind}_over_fastest"] = f"{ours / min(graph, xla):.2f}"
+    return figures
 
 
 if __name__ == "__main__":

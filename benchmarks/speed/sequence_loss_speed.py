@@ -24,7 +24,7 @@ def main():
         print_ratios,
         recipe_model,
         timing_arguments,
-        write_results,
+        write_ratios,
     )
 
     args = timing_arguments(__doc__)
@@ -88,7 +88,7 @@ def main():
         )
     ]
     if args.json:
-        write_results(args.json, rows, rounds=args.rounds, calls=args.calls)
+        write_ratios(args.json, rows, args.rounds, args.calls)
 
 
 if __name__ == "__main__":

@@ -114,9 +114,8 @@ class BahdanauAttention(BahdanauScore, GlobalAttention):
         kernel_regularizer: Optional regularizer of the kernels.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
-    Call arguments:
-        As `GlobalAttention`'s: `query`, `value`, `query_mask`, `value_mask`, `memory`,
-        `initial_state`, `step`, `training`, `return_attention_scores`, `return_state`.
+    Its call takes `GlobalAttention`'s arguments: `query`, `value`, `query_mask`, `value_mask`,
+    `memory`, `initial_state`, `step`, `training`, `return_attention_scores`, `return_state`.
 
     Returns:
         The context `c` (or `h̃`), `(batch_size, Tq, d)` or `(batch_size, d)` for one step;
@@ -202,11 +201,7 @@ class BahdanauMonotonicAttention(BahdanauScore, MonotonicAttention):
         kernel_regularizer: Optional regularizer of the kernels.
         **kwargs: Base layer keyword arguments, such as `name` and `dtype`.
 
-    Call arguments:
-        As `MonotonicAttention`'s.
-
-    Returns:
-        As `MonotonicAttention`'s.
+    Its call takes `MonotonicAttention`'s arguments and returns what that layer's call returns.
 
     Example:
 
