@@ -351,6 +351,25 @@ def test_decoding_vs_tfa_figures_take_tfas_faster_form():
     assert figures["beam_over_fastest"] == "0.75"
 
 
+def test_g2p_decoding_options_write_each_settings_per_and_wer(tmp_path):
+    import argparse
+
+    from benchmarks import g2p_decoding_options
+
+    path = tmp_path / "options.json"
+    args = argparse.Namespace(model_dir="small", beams=5, json=str(path))
+    scores = {"as is": (0.1832, 0.623), "`coverage_penalty=0.2`": (0.18984, 0.631)}
+    g2p_decoding_options.write_json(args, scores, 2000)
+    record = json.loads(path.read_text())
+    assert record["figures"] == {
+        "as_is_per": "18.32", "as_is_wer": "62.30",
+        "coverage_penalty_0_2_per": "18.98", "coverage_penalty_0_2_wer": "63.10",
+    }  # fmt: skip
+    row = {"setting": "`coverage_penalty=0.2`", "per": "18.98", "wer": "63.10"}
+    assert record["rows"][1] == row
+    assert record["settings"]["test_words"] == "2000"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [
