@@ -65,6 +65,8 @@ def write_json(args, scores, test_words):
         "model_dir": args.model_dir,
         "beams": str(args.beams),
         "test_words": str(test_words),
+        # Every row decodes at the sampler's default length penalty.
+        "length_penalty": str(BeamSearchSampler(args.beams).length_penalty),
     }
     tables = {"options": {"columns": columns}}
     harness.write_results(args.json, rows, figures=figures, settings=settings, tables=tables)

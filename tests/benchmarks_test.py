@@ -368,6 +368,7 @@ def test_g2p_decoding_options_write_each_settings_per_and_wer(tmp_path):
     row = {"setting": "`coverage_penalty=0.2`", "per": "18.98", "wer": "63.10"}
     assert record["rows"][1] == row
     assert record["settings"]["test_words"] == "2000"
+    assert record["settings"]["length_penalty"] == "1.0"  # BeamSearchSampler's default
 
 
 def test_rounds_reverse_the_engines_every_other_round():

@@ -278,6 +278,8 @@ RESULTS_STATEMENTS = [
     ("g2p.md", "The test words, beam search", "Beam search on the validation words", "g2p"),
     ("g2p.md", "Validation WER (greedy) after", "## The variants at one equal budget", "g2p"),
     ("opennmt.md", "## Decoding: the first call", "## Given an hour", "opennmt_decode"),
+    ("g2p.md", "## Coverage penalty and n-gram", "Neither helps here", "g2p_decoding_options"),
+    ("g2p.md", "The same small budget with", "Their alignments on three", "g2p_small_global"),
     ("benchmarks.md", "## Local vs global attention", "## Decoder train step", "local_vs_global"),
     ("benchmarks.md", "## Local attention inside a model", "## Decoding (", "source_length"),
     ("benchmarks.md", "## Decoding (", "### Against tensorflow-addons", "decoding_jax"),
