@@ -371,6 +371,18 @@ def test_g2p_decoding_options_write_each_settings_per_and_wer(tmp_path):
     assert record["settings"]["length_penalty"] == "1.0"  # BeamSearchSampler's default
 
 
+def test_torch_compile_figures_count_the_calls_that_repay_the_first():
+    from benchmarks.speed import torch_compile
+
+    figures = torch_compile.figures_of("beam", 13.7, 1.1351, 0.805)
+    assert figures == {
+        "beam_first": "13.7", "beam_eager": "1135.1", "beam_compiled": "805.0",
+        "beam_ratio": "0.71", "beam_repay": "42",  # 13.7 / 0.3301 = 41.5
+    }  # fmt: skip
+    assert torch_compile.figures_of("greedy", 24.0, 0.0341, 0.0214)["greedy_repay"] == "1,890"
+    assert torch_compile.figures_of("greedy", 94.1, 0.0679, 0.1045)["greedy_repay"] == "never"
+
+
 def test_rounds_reverse_the_engines_every_other_round():
     order = list(epochs.rounds(["torch", "jax", "opennmt"], 3))
     assert order == [

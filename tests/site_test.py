@@ -288,9 +288,10 @@ RESULTS_STATEMENTS = [
     (
         "benchmarks.md",
         "### Against tensorflow-addons",
-        "`torch.compile` (",
+        "`torch.compile`, which",
         "decoding_vs_tfa_jax_64",
     ),
+    ("benchmarks.md", "`torch.compile`, which", "### Against the same model", "torch_compile_1"),
     (
         "opennmt.md",
         "## Where the speed comes from",

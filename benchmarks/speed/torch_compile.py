@@ -8,12 +8,15 @@ encoder, an input-feeding decoder of 256 units with the general score, vocabular
 steps, all of them run: `stop_token_ids=None`, beam 5). `model.generator(...)` is the
 `keras.Model` that `generate` calls; with `jit_compile = True` Keras compiles its predict
 step with `torch.compile`. Decoding with torch is eager by default: this script measures
-what compiling would buy, and at what first-call cost.
+what compiling would buy, and at what first-call cost. Each run compiles into an empty Inductor
+cache (a new temporary folder), so that its first call is what a first run pays. `--json FILE`
+writes the results file a page quotes (`figures_of`, per sampler).
 """
 
 import argparse
 import os
 import statistics
+import tempfile
 import time
 
 import keras
@@ -28,9 +31,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=3, help="calls per sample")
     parser.add_argument("--samplers", default="greedy,beam")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     args = parser.parse_args()
     if keras.backend.backend() != "torch":
         raise SystemExit("run with KERAS_BACKEND=torch")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_compile_")
     import torch
 
     keras.utils.set_random_seed(0)
@@ -42,6 +47,7 @@ def main():
         f"S=L=30, 256 units, vocabulary 8000; medians of {args.rounds} interleaved rounds "
         f"of {args.calls} calls"
     )
+    figures = {}
     for name in args.samplers.split(","):
         sampler = GreedySampler() if name == "greedy" else BeamSearchSampler(5)
         eager = model.generator(30, sampler, stop_token_ids=None)
@@ -60,14 +66,37 @@ def main():
                 for _ in range(args.calls):
                     generator.generate(source, args.batch)
                 times[kind].append((time.perf_counter() - start) / args.calls)
-        eager_time = statistics.median(times["eager"])
-        compiled_time = statistics.median(times["compiled"])
-        print(
-            f"{name:6s} first compiled call {first:6.1f} s   eager {eager_time * 1e3:7.1f} ms"
-            f"   compiled {compiled_time * 1e3:7.1f} ms   compiled/eager "
-            f"{compiled_time / eager_time:5.2f}   calls to repay the compile "
-            f"{first / max(eager_time - compiled_time, 1e-9):8.0f}"
+        found = figures_of(
+            name, first, statistics.median(times["eager"]), statistics.median(times["compiled"])
         )
+        figures |= found
+        print(
+            f"{name:6s} first compiled call {found[f'{name}_first']:>6} s   eager "
+            f"{found[f'{name}_eager']:>7} ms   compiled {found[f'{name}_compiled']:>7} ms   "
+            f"compiled/eager {found[f'{name}_ratio']:>5}   calls to repay the compile "
+            f"{found[f'{name}_repay']:>8}"
+        )
+    if args.json:
+        from benchmarks import harness
+
+        settings = harness.settings_of(args, "batch", "rounds", "calls")
+        rows = [{"figure": key, "value": value} for key, value in figures.items()]
+        harness.write_results(args.json, rows, figures=figures, settings=settings)
+
+
+def figures_of(name, first, eager, compiled):
+    """A sampler's figures (seconds in): the first compiled call in s (`greedy_first`), the
+    warm eager and compiled calls in ms, compiled over eager (`greedy_ratio`), and the calls
+    after which the time saved pays for the first call (`greedy_repay`, `"never"` where the
+    compiled call is no faster)."""
+    return {
+        f"{name}_first": f"{first:.1f}",
+        f"{name}_eager": f"{1e3 * eager:.1f}",
+        f"{name}_compiled": f"{1e3 * compiled:.1f}",
+        f"{name}_ratio": f"{compiled / eager:.2f}",
+        # Compiled calls no faster than eager ones never repay the first.
+        f"{name}_repay": f"{first / (eager - compiled):,.0f}" if compiled < eager else "never",
+    }
 
 
 if __name__ == "__main__":
