@@ -232,6 +232,13 @@ def write_results(json_path, rows, **settings):
         f.write("\n")
 
 
+def write_figures(json_path, figures, settings):
+    """A results file of named figures only: `figures` as they are, and as its rows (one
+    `{"figure", "value"}` a figure)."""
+    rows = [{"figure": key, "value": value} for key, value in figures.items()]
+    write_results(json_path, rows, figures=figures, settings=settings)
+
+
 # The program that runs this process as a page names it, where `python -m <module>` does not
 # (`python -m benchmarks.speed <case>` sets it).
 PROGRAM = None

@@ -332,7 +332,9 @@ def test_decoder_step_builds_every_model_and_its_parts_add_up(tmp_path, monkeypa
     argv = "--lengths 4 --batch 2 --units 4 --vocab 7 --rounds 1 --steps 1 --json".split()
     monkeypatch.setattr(sys, "argv", ["decoder_step", *argv, str(path)])
     decoder_step.main()
-    figures = json.loads(path.read_text())["figures"]
+    record = json.loads(path.read_text())
+    figures = record["figures"]
+    assert record["rows"] == [{"figure": key, "value": value} for key, value in figures.items()]
     share = {key: float(value.rstrip("%")) for key, value in figures.items() if "share" in key}
     assert share["forward_share"] + share["backward_update_share"] == pytest.approx(100, abs=1)
     parts = ("attention", "cell", "bookkeeping", "outside_the_loop")

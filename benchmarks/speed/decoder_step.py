@@ -236,12 +236,11 @@ def main():
             print(f"peak RSS of (c), T={length}: {peak_memory(args, length):.0f} MiB")
     if args.json:
         figures = figures_of(medians, shares)
-        rows = [{"figure": key, "value": value} for key, value in figures.items()]
         settings = harness.settings_of(
             args, "batch", "lengths", "source", "units", "vocab", "rounds", "steps", "mask"
         )
         settings["mode"] = mode
-        harness.write_results(args.json, rows, figures=figures, settings=settings)
+        harness.write_figures(args.json, figures, settings)
 
 
 def figures_of(medians, shares):

@@ -115,8 +115,7 @@ def main(argv=None):
         settings = harness.settings_of(
             args, "batch", "source_length", "steps", "units", "vocabulary", "beams", "rounds"
         )
-        rows = [{"measure": name, "value": value} for name, value in figures.items()]
-        harness.write_results(args.json, rows, figures=figures, settings=settings)
+        harness.write_figures(args.json, figures, settings)
 
 
 def figures_of(times):

@@ -207,8 +207,7 @@ def main():
 
         settings = harness.settings_of(args, "batch", "rounds", "calls")
         settings["tensorflow"], settings["tensorflow_addons"] = versions
-        rows = [{"figure": key, "value": value} for key, value in figures.items()]
-        harness.write_results(args.json, rows, figures=figures, settings=settings)
+        harness.write_figures(args.json, figures, settings)
 
 
 def figures_of(medians):

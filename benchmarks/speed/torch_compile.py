@@ -80,8 +80,7 @@ def main():
         from benchmarks import harness
 
         settings = harness.settings_of(args, "batch", "rounds", "calls")
-        rows = [{"figure": key, "value": value} for key, value in figures.items()]
-        harness.write_results(args.json, rows, figures=figures, settings=settings)
+        harness.write_figures(args.json, figures, settings)
 
 
 def figures_of(name, first, eager, compiled):
