@@ -221,15 +221,10 @@ def figures_of(medians):
             medians[f"{kind} {side}"] for side in ("keras-luong", "tfa graph", "tfa xla")
         )
         figures[kind] = f"{1e3 * ours:.1f}"
-        figures[f"{kind}_tfa_graph"], figures[f"{kind}_tfa_xla"] = (
-            f"{1e3 * graph:.1f}",
-            f"{1e3 * xla:.1f}",
-        )
-        figures[f"{kind}_over_graph"], figures[f"{kind}_over_xla"] = (
-            f"{ours / graph:.2f}",
-            f"{ours / xla:.2f}",
-        )
-        figures[f"{kind}_over_fastest"] = f"{ours / min(graph, xla):.2f}"
+        for mode, tfa in (("graph", graph), ("xla", xla), ("fastest", min(graph, xla))):
+            if mode != "fastest":
+                figures[f"{kind}_tfa_{mode}"] = f"{1e3 * tfa:.1f}"
+            figures[f"{kind}_over_{mode}"] = f"{ours / tfa:.2f}"
     return figures
 
 
