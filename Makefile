@@ -147,7 +147,7 @@ g2p: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p $(G2P_ARGS)
 
 # docs/g2p.md's variant table: six variants at one equal budget of epochs (about an hour and a
-# half on this project's 2-core CPU; not part of CI), then the table of their results.
+# half on a 2-core CPU; not part of CI), then their results file, docs/results/g2p_variants.json.
 G2P_VARIANT_ARGS ?= --epochs 3 --length-penalties 0.5
 G2P_VARIANTS := global-general=--score-mode=general \
 	global-dot=--score-mode=dot \
@@ -161,7 +161,7 @@ g2p-variants: install
 		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p $(G2P_VARIANT_ARGS) \
 			$$(echo "$${variant#*=}" | tr + ' ') --output-dir g2p_output/variants/$$name; \
 	done
-	$(PY) -m benchmarks.g2p_table g2p_output/variants
+	$(PY) -m benchmarks.g2p_table g2p_output/variants --json docs/results/g2p_variants.json
 
 # Multi30k English->German: one model, at most an hour of training, then validation and test2016
 # BLEU for greedy and beam search (not part of CI). DATA: a folder of the official files

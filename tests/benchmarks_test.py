@@ -580,3 +580,62 @@ def test_luong_vs_bahdanau_figures_and_tables_as_the_page_renders_them():
     assert hook.on_page_markdown("<!-- results table: any.speed -->") == "\n".join(lines)
     with pytest.raises(ValueError, match="no table 'seeds'"):
         hook.on_page_markdown("<!-- results table: any.seeds -->")
+
+
+def test_g2p_table_collects_each_variants_row_and_the_gaps_between_them(tmp_path, capsys):
+    from benchmarks import g2p_table
+
+    def run(folder, recipe, best_wer, greedy, beam):
+        (tmp_path / folder).mkdir()
+        result = {
+            "recipe": recipe,
+            "curve": [{"epoch": 1, "wer": 0.45, "per": 0.1}, {"epoch": 2, "wer": best_wer}],
+            "test": {
+                "ours, greedy": {"per": greedy[0], "wer": greedy[1]},
+                "ours, beam 5 (length penalty 0.5)": {"per": beam[0], "wer": beam[1]},
+            },
+        }
+        (tmp_path / folder / "results.json").write_text(json.dumps(result))
+
+    run(
+        "local-m-general",
+        "local-m/general D=5, input feeding on",
+        0.4180,
+        (0.1, 0.42),
+        (0.1, 0.4108),
+    )
+    run(
+        "global-general", "global/general, input feeding on", 0.3815, (0.09, 0.39), (0.0942, 0.3842)
+    )
+    path = tmp_path / "variants.json"
+    g2p_table.main([str(tmp_path), "--json", str(path)])
+    record = json.loads(path.read_text())
+    # The page's order (global before local-m), not the folders' names.
+    assert [row["variant"] for row in record["rows"]] == [
+        "global, general, feeding on", "local-m, general, feeding on"
+    ]  # fmt: skip
+    assert record["rows"][0] == {
+        "variant": "global, general, feeding on", "epochs": "2", "validation_wer": "38.15",
+        "greedy_per": "9.00", "greedy_wer": "39.00", "beam_per": "9.42", "beam_wer": "38.42",
+    }  # fmt: skip
+    assert record["figures"]["local_m_general_validation_wer"] == "41.80"
+    assert record["figures"]["local_m_behind_global"] == "2.7"  # 41.08 - 38.42 = 2.66
+    assert "general_behind_dot" not in record["figures"]  # no dot run here
+    assert record["settings"] == {
+        "epochs": "2", "beam_width": "5", "length_penalty": "0.5", "window": "5"
+    }  # fmt: skip
+    assert "| global, general, feeding on | 2 | 38.15 |" in capsys.readouterr().out
+
+
+def test_g2p_table_refuses_runs_of_different_budgets(tmp_path):
+    from benchmarks import g2p_table
+
+    for folder, last in (("global-dot", 3), ("global-general", 2)):
+        (tmp_path / folder).mkdir()
+        curve = [{"epoch": last, "wer": 0.4}]
+        test = {"ours, greedy": {"per": 0.1, "wer": 0.4}}
+        test["ours, beam 5 (length penalty 0.5)"] = {"per": 0.1, "wer": 0.4}
+        result = {"recipe": "global/dot, input feeding on", "curve": curve, "test": test}
+        (tmp_path / folder / "results.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="global-general has epochs 2, the others 3"):
+        g2p_table.main([str(tmp_path), "--json", str(tmp_path / "out.json")])

@@ -9,8 +9,8 @@ steps, all of them run: `stop_token_ids=None`, beam 5). `model.generator(...)` i
 `keras.Model` that `generate` calls; with `jit_compile = True` Keras compiles its predict
 step with `torch.compile`. Decoding with torch is eager by default: this script measures
 what compiling would buy, and at what first-call cost. Each run compiles into an empty Inductor
-cache (a new temporary folder), so that its first call is what a first run pays. `--json FILE`
-writes the results file a page quotes (`figures_of`, per sampler).
+cache (a new temporary folder, removed at the end), so that its first call is what a first run
+pays. `--json FILE` writes the results file a page quotes (`figures_of`, per sampler).
 """
 
 import argparse
@@ -35,7 +35,14 @@ def main():
     args = parser.parse_args()
     if keras.backend.backend() != "torch":
         raise SystemExit("run with KERAS_BACKEND=torch")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="torch_compile_")
+    # An empty Inductor cache, removed afterwards.
+    with tempfile.TemporaryDirectory(prefix="torch_compile_") as cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        measure(args)
+
+
+def measure(args):
+    """Compiles and times each of `args.samplers`; prints, and writes `args.json`."""
     import torch
 
     keras.utils.set_random_seed(0)
@@ -58,7 +65,11 @@ def main():
         ids = compiled.generate(source, args.batch)
         first = time.perf_counter() - start
         if not np.array_equal(ids, expected):
-            raise SystemExit(f"{name}: the compiled generator decoded other ids")
+            rows = np.any(np.reshape(ids != expected, (args.batch, -1)), axis=1)
+            raise SystemExit(
+                f"{name}: the compiled generator decoded other ids in {rows.sum()} of "
+                f"{args.batch} rows: {np.flatnonzero(rows).tolist()}"
+            )
         times = {"eager": [], "compiled": []}
         for _ in range(args.rounds):
             for kind, generator in (("eager", eager), ("compiled", compiled)):
