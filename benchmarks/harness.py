@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -269,10 +270,67 @@ def run_named(package, names, argv, listing):
     name, *rest = argv
     if name not in names:
         raise SystemExit(f"Unknown {package} name {name!r}: expected one of {', '.join(names)}")
-    module = importlib.import_module(f"benchmarks.{package}.{name}")
     PROGRAM = ["-m", f"benchmarks.{package}", name]
     sys.argv = [" ".join(["python", *PROGRAM]), *rest]  # argparse's `prog`
+    if "--processes" in rest:
+        return run_processes(PROGRAM, rest)
+    module = importlib.import_module(f"benchmarks.{package}.{name}")
     return module.main()
+
+
+def run_processes(program, argv):
+    """`--processes N --json FILE`: runs the benchmark N times, each in a fresh process (one
+    after the other) with its own results file, and writes FILE with each figure's median
+    over the processes (`median_figures`): a process's compiled kernels, allocator and memory
+    layout are its own, so that one process's ratios can be off by more than its rounds show."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--processes", type=int, required=True)
+    parser.add_argument("--json", required=True)
+    known, rest = parser.parse_known_args(argv)
+    if known.processes < 2:
+        raise ValueError(f"Invalid value for argument --processes: {known.processes} (at least 2)")
+    folder = tempfile.mkdtemp(prefix="processes_")
+    try:
+        records = []
+        for number in range(known.processes):
+            path = os.path.join(folder, f"{number}.json")
+            print(f"process {number + 1} of {known.processes}", flush=True)
+            subprocess.run([sys.executable, *program, *rest, "--json", path], check=True)
+            with open(path, encoding="utf-8") as f:
+                records.append(json.load(f))
+    finally:
+        shutil.rmtree(folder)
+    figures, settings = median_figures(records)
+    write_figures(known.json, figures, {**settings, "processes": str(known.processes)})
+    return 0
+
+
+def median_figures(records):
+    """`(figures, settings)` of several runs' results files of named figures: each figure the
+    median of the runs' values, written with the first run's decimals, and its lowest and
+    highest (`<key>_low`, `<key>_high`); a figure that is not a number (`"never"`) must read
+    the same in every run, as must the settings."""
+    settings = records[0]["settings"]
+    figures = {}
+    for record in records[1:]:
+        if record["settings"] != settings:
+            raise ValueError(f"Invalid runs: settings {record['settings']} and {settings}")
+    for key, first in records[0]["figures"].items():
+        values = [record["figures"][key] for record in records]
+        try:
+            numbers = sorted(float(value.replace(",", "")) for value in values)
+        except ValueError:
+            if len(set(values)) > 1:
+                raise ValueError(f"Invalid runs: {key} reads {values}") from None
+            figures[key] = first
+            continue
+        decimals = len(first.partition(".")[2])
+        grouped = "," if "," in first else ""
+        middle = len(numbers) // 2
+        median = numbers[middle] if len(numbers) % 2 else sum(numbers[middle - 1 : middle + 1]) / 2
+        for suffix, number in (("", median), ("_low", numbers[0]), ("_high", numbers[-1])):
+            figures[key + suffix] = f"{number:{grouped}.{decimals}f}"
+    return figures, settings
 
 
 # ----------------------------------------------------------------------------- processes

@@ -639,3 +639,47 @@ def test_g2p_table_refuses_runs_of_different_budgets(tmp_path):
         (tmp_path / folder / "results.json").write_text(json.dumps(result))
     with pytest.raises(ValueError, match="global-general has epochs 2, the others 3"):
         g2p_table.main([str(tmp_path), "--json", str(tmp_path / "out.json")])
+
+
+def test_median_figures_take_each_figures_median_and_range_over_the_runs():
+    from benchmarks.harness import median_figures
+
+    def run(ms, ratio, repay="never", seed="0"):
+        return {"figures": {"ms": ms, "ratio": ratio, "repay": repay}, "settings": {"seed": seed}}
+
+    runs = [run("142.1", "1.35"), run("150.3", "1.49"), run("139.0", "1.39")]
+    figures, settings = median_figures(runs)
+    assert figures == {
+        "ms": "142.1", "ms_low": "139.0", "ms_high": "150.3",
+        "ratio": "1.39", "ratio_low": "1.35", "ratio_high": "1.49", "repay": "never",
+    }  # fmt: skip
+    assert settings == {"seed": "0"}
+    # An even count takes the mean of the middle two, in the first run's decimals and grouping.
+    figures, _ = median_figures([run("1,890", "1.30"), run("2,010", "1.40")])
+    assert (figures["ms"], figures["ratio"]) == ("1,950", "1.35")
+    with pytest.raises(ValueError, match=r"repay reads \['never', '42'\]"):
+        median_figures([run("1", "1"), run("1", "1", repay="42")])
+    with pytest.raises(ValueError, match="Invalid runs: settings"):
+        median_figures([run("1", "1"), run("1", "1", seed="1")])
+
+
+def test_run_processes_writes_the_median_of_fresh_processes(tmp_path):
+    from benchmarks import harness
+
+    # Each process counts itself in a file and measures 10 ms times its number.
+    program = [
+        "-c",
+        "import json, pathlib, sys\n"
+        f"count = pathlib.Path({str(tmp_path / 'count')!r})\n"
+        "n = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\n"
+        "record = {'figures': {'ms': f'{10 * n:.1f}'}, 'settings': {'rounds': sys.argv[2]}}\n"
+        "json.dump(record, open(sys.argv[-1], 'w'))\n",
+    ]
+    path = tmp_path / "median.json"
+    harness.run_processes(program, ["--rounds", "3", "--processes", "3", "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert record["figures"] == {"ms": "20.0", "ms_low": "10.0", "ms_high": "30.0"}
+    assert record["settings"] == {"rounds": "3", "processes": "3"}
+    with pytest.raises(ValueError, match="--processes: 1"):
+        harness.run_processes(program, ["--processes", "1", "--json", str(path)])

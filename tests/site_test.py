@@ -323,6 +323,136 @@ RESULTS_STATEMENTS += [
 NUMBER = r"(?<![\w.])\d[\d,]*\.\d+"
 
 
+# Sections whose decimal numbers are not measurements: parameters and defaults, versions,
+# sizes, and the papers' published figures.
+NOT_MEASURED = {
+    ("api/tfa.md", "# tensorflow-addons adapter"),
+    ("g2p.md", "## Our run and the published rows"),
+    ("guide/attention.md", "## Monotonic attention"),
+    ("guide/deployment.md", "## Formats the loop does not go to"),
+    ("guide/own_corpus.md", "## The recipe in Python"),
+    ("guide/own_corpus.md", "## Local-p attention"),
+    ("guide/seq2seq.md", "## Variants"),
+    ("guide/seq2seq.md", "## Decoding"),
+    ("guide/seq2seq.md", "## Strings in, strings out"),
+    ("index.md", "# keras-luong"),
+    ("install.md", "# Install"),
+    ("large_corpus.md", "# Large corpora: the paper's WMT'14"),
+    ("large_corpus.md", "## 3. Train from it"),
+    ("large_corpus.md", "## 4. Evaluate with sacreBLEU"),
+    ("large_corpus.md", "## What the paper reports"),
+    ("maths.md", "### The paper's best single model"),
+    ("migrating.md", "## Change the import"),
+    ("migrating.md", "## What maps to what"),
+    ("migrating.md", "## What differs in numbers, and why"),
+    ("translation.md", "## The recipe's model and the published rows"),
+}
+# Sections that state measured figures typed by hand: what is left to come from results files
+# (each benchmark's `--json`), where `test_the_figures_a_page_quotes_come_from_one_results_file`
+# can check them. A section leaves this list when its last such figure does.
+BY_HAND = {
+    ("api/luong_seq2seq.md", "## Built from parts"),
+    ("bad_inputs.md", "## Bucketed batches (`BucketedBatches`)"),
+    ("benchmarks.md", "## In short"),
+    ("benchmarks.md", "## Decoder train step (`benchmarks/speed/decoder_step.py`)"),
+    ("benchmarks.md", "### Against the same model in plain PyTorch (torch backend)"),
+    (
+        "benchmarks.md",
+        "### Coverage penalty and n-gram blocking (`benchmarks/speed/decoding_extras.py`)",
+    ),
+    (
+        "benchmarks.md",
+        "## What the decoding controls cost (`benchmarks/speed/decoding_controls.py`)",
+    ),
+    ("benchmarks.md", "## On a GPU (`benchmarks/gpu.py`)"),
+    ("g2p.md", "## The variants at one equal budget"),
+    ("guide/backends.md", "## On a GPU"),
+    ("guide/command_lines.md", "# Command lines"),
+    ("guide/deployment.md", "## Latency"),
+    ("guide/own_corpus.md", "## Check that attention locks on"),
+    ("guide/own_corpus.md", "## Decoding"),
+    ("guide/own_corpus.md", "## Several models: ensembles and averaged checkpoints"),
+    ("index.md", "## In numbers"),
+    ("large_corpus.md", "## What a run on one machine measured"),
+    ("opennmt.md", "# Beside OpenNMT-py"),
+    ("opennmt.md", "## Training speed"),
+    ("opennmt.md", "## Where the speed comes from"),
+    ("opennmt.md", "## Translation quality at one budget"),
+    ("opennmt.md", "## Given an hour"),
+    ("scaling.md", "## What is tested"),
+    ("scaling.md", "## TensorFlow: `tf.distribute`"),
+    ("studies/batching.md", "## Buckets against one padded array"),
+    ("studies/batching.md", "## Without buckets"),
+    ("studies/batching.md", "## TensorFlow's reading threads"),
+    ("studies/decoder_loop.md", "## Two per-step costs that grow with T"),
+    ("studies/decoder_loop.md", "## The alternatives"),
+    ("studies/recipe.md", "# How the translation recipe was chosen"),
+    ("studies/seed_study.md", "## What it found"),
+    ("studies/seed_study.md", "## The runs behind it"),
+    ("translation.md", "## Decoding options"),
+    ("translation.md", "### How `translate` batches"),
+    ("translation.md", "## Ensembles and averaged checkpoints"),
+}
+
+
+def typed_figures(page, text, statements=RESULTS_STATEMENTS):
+    """`{heading: [numbers]}`: the decimal numbers of a page's text typed on the page, by the
+    heading of their section: not a results file's figure (`{{ name.key }}`), not code (a
+    fenced block or a code span), not inside one of the `statements` the figures test checks."""
+    checked = []
+    for name, start, end, _ in statements:
+        if name == page:
+            begin = text.index(start)
+            checked.append((begin, text.index(end, begin)))
+    found, heading, position, fenced = {}, "(top)", 0, False
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            heading = line.strip()
+        elif not fenced:
+            prose = re.sub(r"\{\{.*?\}\}|`[^`]*`", lambda m: " " * len(m.group(0)), line)
+            for number in re.finditer(NUMBER, prose):
+                at = position + number.start()
+                if not any(begin <= at < end for begin, end in checked):
+                    found.setdefault(heading, []).append(number.group(0))
+        position += len(line)
+    return found
+
+
+def test_typed_figures_leave_out_results_figures_code_and_checked_statements():
+    page = (
+        "# Title\n\nversion 0.4.0 of it\n\n## Speed\n\n{{ a.b }}× at `rate=0.1`, then 1.25×,\n"
+        "```python\nx = 2.5\n# 7.5 in a comment\n```\n## Decoding\nchecked 3.75 here\n"
+        "### Next\n6.5\n"
+    )
+    assert typed_figures("a.md", page, []) == {"# Title": ["0.4"], "## Speed": ["1.25"],
+        "## Decoding": ["3.75"], "### Next": ["6.5"]}  # fmt: skip
+    statements = [("a.md", "## Decoding", "### Next", "a"), ("b.md", "## Speed", "\n", "b")]
+    assert typed_figures("a.md", page, statements) == {
+        "# Title": ["0.4"], "## Speed": ["1.25"], "### Next": ["6.5"]
+    }  # fmt: skip
+
+
+def test_every_measured_figure_comes_from_a_results_file_or_is_listed_as_typed():
+    """A section that states decimal numbers typed on its page is a section of parameters,
+    versions and published figures (`NOT_MEASURED`) or one whose measured figures are still
+    typed by hand (`BY_HAND`): a new one fails here until its figures come from a results file,
+    and a listed one that no longer types any fails until it leaves the list."""
+    found = set()
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        page = path.relative_to(ROOT / "docs").as_posix()
+        for heading, numbers in typed_figures(page, path.read_text(encoding="utf-8")).items():
+            found.add((page, heading))
+            assert (page, heading) in NOT_MEASURED | BY_HAND, (
+                f"{page}, {heading!r} types {numbers}: quote them from a results file"
+            )
+    assert not NOT_MEASURED & BY_HAND
+    assert (NOT_MEASURED | BY_HAND) <= found, (
+        f"no typed figures now: {(NOT_MEASURED | BY_HAND) - found}"
+    )
+
+
 def test_the_figures_a_page_quotes_come_from_one_results_file():
     """docs/_ext/figures.py fills `{{ name.key }}` from docs/results/name.json: every page's
     placeholders name a figure a results file holds, the Multi30k statements state no figure

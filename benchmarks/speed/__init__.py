@@ -4,6 +4,11 @@ taken in one run (most as ratios of interleaved timings, `benchmarks.harness`).
     python -m benchmarks.speed                         # the cases, each with its question
     python -m benchmarks.speed <case> --help           # a case's options
     KERAS_BACKEND=jax python -m benchmarks.speed <case> [options]
+    KERAS_BACKEND=jax python -m benchmarks.speed <case> [options] --processes 3 --json FILE
+
+`--processes N` runs a case that writes a results file of named figures N times, each in a
+fresh process, and writes each figure's median over them with its range (`<key>_low`,
+`<key>_high`): for ratios that move between processes by more than between rounds.
 
 A case's docstring says what it measures, on which backends, and which page quotes it.
 """
