@@ -154,10 +154,10 @@ def interleaved_medians(versions, cases, rounds, calls):
     return {key: float(np.median(value)) for key, value in times.items()}
 
 
-def print_ratios(medians, cases, this, other, rounds, calls, json_path=None):
+def print_ratios(medians, cases, this, other, rounds, calls, json_path=None, settings=None):
     """Prints each case's medians of `this` and `other` and their ratio; with `json_path`,
-    writes them there too (`write_ratios`). Returns the rows (strings, as a results file holds
-    them)."""
+    writes them there too (`write_ratios`, with `settings` beside the rounds and calls).
+    Returns the rows (strings, as a results file holds them)."""
     import keras
 
     print(f"backend {keras.backend.backend()}, {rounds} rounds of {calls} calls, medians")
@@ -171,20 +171,21 @@ def print_ratios(medians, cases, this, other, rounds, calls, json_path=None):
              "this ms": f"{a:.1f}", "other ms": f"{b:.1f}", "ratio": f"{a / b:.2f}"}
         )  # fmt: skip
     if json_path:
-        write_ratios(json_path, rows, rounds, calls)
+        write_ratios(json_path, rows, rounds, calls, settings)
     return rows
 
 
-def write_ratios(json_path, rows, rounds, calls):
+def write_ratios(json_path, rows, rounds, calls, settings=None):
     """The results file of `print_ratios`' rows: each row's ratio is the figure `<case>_over_
-    <other>` (`train_step_over_one_hot`), its times `<case>_<this>_ms` and `<case>_<other>_ms`."""
+    <other>` (`train_step_over_one_hot`), its times `<case>_<this>_ms` and `<case>_<other>_ms`;
+    `settings` (strings) are recorded beside the rounds and calls."""
     figures = {}
     for row in rows:
         case = figure_key(row["case"])
         figures[f"{case}_over_{figure_key(row['other'])}"] = row["ratio"]
         for side in ("this", "other"):
             figures[f"{case}_{figure_key(row[side])}_ms"] = row[f"{side} ms"]
-    settings = {"rounds": str(rounds), "calls": str(calls)}
+    settings = {"rounds": str(rounds), "calls": str(calls), **(settings or {})}
     write_results(json_path, rows, figures=figures, settings=settings)
 
 
