@@ -308,9 +308,9 @@ def run_processes(program, argv):
 
 def median_figures(records):
     """`(figures, settings)` of several runs' results files of named figures: each figure the
-    median of the runs' values, written with the first run's decimals, and its lowest and
-    highest (`<key>_low`, `<key>_high`); a figure that is not a number (`"never"`) must read
-    the same in every run, as must the settings."""
+    median of the runs' values, written with the first run's decimals and unit, and its lowest
+    and highest (`<key>_low`, `<key>_high`); a figure that is not a measure (`"never"`) must
+    read the same in every run, as must the settings."""
     settings = records[0]["settings"]
     figures = {}
     for record in records[1:]:
@@ -318,20 +318,24 @@ def median_figures(records):
             raise ValueError(f"Invalid runs: settings {record['settings']} and {settings}")
     for key, first in records[0]["figures"].items():
         values = [record["figures"][key] for record in records]
-        try:
-            numbers = sorted(float(value.replace(",", "")) for value in values)
-        except ValueError:
+        found = [MEASURE.fullmatch(value) for value in values]
+        if not all(found) or len({match.group(2) for match in found}) > 1:
             if len(set(values)) > 1:
-                raise ValueError(f"Invalid runs: {key} reads {values}") from None
+                raise ValueError(f"Invalid runs: {key} reads {values}")
             figures[key] = first
             continue
-        decimals = len(first.partition(".")[2])
-        grouped = "," if "," in first else ""
+        numbers = sorted(float(match.group(1).replace(",", "")) for match in found)
+        decimals = len(found[0].group(1).partition(".")[2])
+        grouped, unit = "," if "," in first else "", found[0].group(2) or ""
         middle = len(numbers) // 2
         median = numbers[middle] if len(numbers) % 2 else sum(numbers[middle - 1 : middle + 1]) / 2
         for suffix, number in (("", median), ("_low", numbers[0]), ("_high", numbers[-1])):
-            figures[key + suffix] = f"{number:{grouped}.{decimals}f}"
+            figures[key + suffix] = f"{number:{grouped}.{decimals}f}{unit}"
     return figures, settings
+
+
+# A figure that is a measure: a number, then a unit or none (`"1.35"`, `"1,890"`, `"25%"`).
+MEASURE = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)(%|×| ms| s)?")
 
 
 # ----------------------------------------------------------------------------- processes

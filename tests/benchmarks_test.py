@@ -644,14 +644,16 @@ def test_g2p_table_refuses_runs_of_different_budgets(tmp_path):
 def test_median_figures_take_each_figures_median_and_range_over_the_runs():
     from benchmarks.harness import median_figures
 
-    def run(ms, ratio, repay="never", seed="0"):
-        return {"figures": {"ms": ms, "ratio": ratio, "repay": repay}, "settings": {"seed": seed}}
+    def run(ms, ratio, repay="never", seed="0", share="25%"):
+        figures = {"ms": ms, "ratio": ratio, "repay": repay, "share": share}
+        return {"figures": figures, "settings": {"seed": seed}}
 
-    runs = [run("142.1", "1.35"), run("150.3", "1.49"), run("139.0", "1.39")]
+    runs = [run("142.1", "1.35"), run("150.3", "1.49", share="9%"), run("139.0", "1.39")]
     figures, settings = median_figures(runs)
     assert figures == {
         "ms": "142.1", "ms_low": "139.0", "ms_high": "150.3",
         "ratio": "1.39", "ratio_low": "1.35", "ratio_high": "1.49", "repay": "never",
+        "share": "25%", "share_low": "9%", "share_high": "25%",
     }  # fmt: skip
     assert settings == {"seed": "0"}
     # An even count takes the mean of the middle two, in the first run's decimals and grouping.
