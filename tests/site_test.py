@@ -298,6 +298,7 @@ RESULTS_STATEMENTS = [
         "- **On torch the decoder attends through",
         "sequence_loss_speed_jax",
     ),
+    ("benchmarks.md", "A torch user compares", "What brings the torch backend", "plain_torch_2"),
     ("migrating.md", "**Speed.** On JAX", "**Local attention**", "decoding_vs_tfa_jax_64"),
     ("guide/own_corpus.md", "## Faster training on each", "On PyTorch on a CPU", "compile_cache"),
     ("guide/own_corpus.md", "On PyTorch on a CPU", "you; `python -m", "torch_allocator"),
@@ -308,6 +309,7 @@ RESULTS_STATEMENTS += [
     ("benchmarks.md", f"| {question}", "\n", name)
     for question, name in [
         ("What does `generate` add", "decoding_sentence_jax"),
+        ("On torch, against the same model in plain PyTorch", "plain_torch_2"),
         ("A second `generate`", "decoding_jax"),
         ("Is decoding as fast as tensorflow-addons'", "decoding_vs_tfa_jax_64"),
         ("Does the label-smoothed loss", "sequence_loss_speed_jax"),
