@@ -685,3 +685,16 @@ def test_run_processes_writes_the_median_of_fresh_processes(tmp_path):
     assert record["settings"] == {"rounds": "3", "processes": "3"}
     with pytest.raises(ValueError, match="--processes: 1"):
         harness.run_processes(program, ["--processes", "1", "--json", str(path)])
+
+
+def test_decoding_extras_figures_are_each_setting_over_its_sampler_without_options():
+    from benchmarks.speed import decoding_extras
+
+    medians = {"greedy": 0.097, "greedy, no_repeat_ngram_size=3": 0.1067}
+    medians |= {"beam 5": 0.421, "beam 5, coverage_penalty=0.2": 0.4252, "beam 5, both": 0.4168}
+    figures = decoding_extras.figures_of(medians, "beam 5")
+    assert figures["greedy_no_repeat_ngram_size_3"] == "1.10"  # 106.7 / 97
+    assert figures["beam_5_coverage_penalty_0_2"] == "1.01"  # 425.2 / 421
+    assert figures["beam_5_both"] == "0.99"  # 416.8 / 421
+    assert (figures["greedy"], figures["beam_5"]) == ("1.00", "1.00")
+    assert (figures["greedy_ms"], figures["beam_5_ms"]) == ("97", "421")

@@ -299,6 +299,12 @@ RESULTS_STATEMENTS = [
         "sequence_loss_speed_jax",
     ),
     ("benchmarks.md", "A torch user compares", "What brings the torch backend", "plain_torch_2"),
+    (
+        "benchmarks.md",
+        "### Coverage penalty and n-gram blocking",
+        "The n-gram check compares",
+        "decoding_extras_jax",
+    ),
     ("migrating.md", "**Speed.** On JAX", "**Local attention**", "decoding_vs_tfa_jax_64"),
     ("guide/own_corpus.md", "## Faster training on each", "On PyTorch on a CPU", "compile_cache"),
     ("guide/own_corpus.md", "On PyTorch on a CPU", "you; `python -m", "torch_allocator"),

@@ -6,7 +6,8 @@ n-gram blocking) over the same decoding without, in one run, interleaved rounds.
 The sizes of the comparison with tensorflow-addons (B=64 sources of length 30, 30 steps, all
 of them run: `stop_token_ids=None`; 256 units, vocabulary 8000, beam 5), a LuongSeq2Seq with
 global/general attention and input feeding. Prints each setting's median time and its ratio
-to the same sampler without the option (the goal: at most 1.15).
+to the same sampler without the option (the goal: at most 1.15). `--json FILE` writes the
+results file a page quotes (`figures_of`).
 """
 
 import argparse
@@ -16,6 +17,7 @@ import time
 import keras
 import numpy as np
 
+from benchmarks.harness import figure_key
 from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq
 
 
@@ -27,8 +29,10 @@ def main():
     parser.add_argument("--vocabulary", type=int, default=8000)
     parser.add_argument("--beams", type=int, default=5)
     parser.add_argument("--ngram", type=int, default=3)
+    parser.add_argument("--coverage-penalty", type=float, default=0.2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=3, help="calls per sample")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -41,14 +45,14 @@ def main():
             no_repeat_ngram_size=args.ngram
         ),
         f"beam {args.beams}": BeamSearchSampler(args.beams),
-        f"beam {args.beams}, coverage_penalty=0.2": BeamSearchSampler(
-            args.beams, coverage_penalty=0.2
+        f"beam {args.beams}, coverage_penalty={args.coverage_penalty:g}": BeamSearchSampler(
+            args.beams, coverage_penalty=args.coverage_penalty
         ),
         f"beam {args.beams}, no_repeat_ngram_size={args.ngram}": BeamSearchSampler(
             args.beams, no_repeat_ngram_size=args.ngram
         ),
         f"beam {args.beams}, both": BeamSearchSampler(
-            args.beams, coverage_penalty=0.2, no_repeat_ngram_size=args.ngram
+            args.beams, coverage_penalty=args.coverage_penalty, no_repeat_ngram_size=args.ngram
         ),
     }
 
@@ -70,10 +74,29 @@ def main():
         f"{args.units}, vocabulary {args.vocabulary}, medians of {args.rounds} interleaved rounds "
         f"of {args.calls} calls"
     )
-    base = {"greedy": medians["greedy"], "beam": medians[f"beam {args.beams}"]}
+    figures = figures_of(medians, f"beam {args.beams}")
     for name, median in medians.items():
-        reference = base["greedy" if name.startswith("greedy") else "beam"]
-        print(f"{name:42s} {median * 1e3:9.1f} ms   {median / reference:5.2f}x")
+        print(f"{name:42s} {median * 1e3:9.1f} ms   {figures[figure_key(name)]:>5}x")
+    if args.json:
+        from benchmarks import harness
+
+        settings = harness.settings_of(
+            args, "batch", "length", "units", "vocabulary", "beams", "ngram", "rounds", "calls"
+        )
+        settings["coverage_penalty"] = f"{args.coverage_penalty:g}"
+        harness.write_figures(args.json, figures, settings)
+
+
+def figures_of(medians, beam):
+    """Each setting's median time over its sampler's without options (`greedy` for the
+    greedy settings, `beam`'s for the others), keyed by `figure_key` of its name
+    (`beam_5_coverage_penalty_0_2`), and each one's ms (`greedy_ms`)."""
+    figures = {}
+    for name, median in medians.items():
+        reference = medians["greedy" if name.startswith("greedy") else beam]
+        figures[figure_key(name)] = f"{median / reference:.2f}"
+        figures[f"{figure_key(name)}_ms"] = f"{1e3 * median:.0f}"
+    return figures
 
 
 if __name__ == "__main__":
