@@ -279,6 +279,13 @@ def run_named(package, names, argv, listing):
     return module.main()
 
 
+# ----------------------------------------------------------------------------- processes
+
+
+# A figure that is a measure: a number, then a unit or none (`"1.35"`, `"1,890"`, `"25%"`).
+MEASURE = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)(%|×| ms| s)?")
+
+
 def run_processes(program, argv):
     """`--processes N --json FILE`: runs the benchmark N times, each in a fresh process (one
     after the other) with its own results file, and writes FILE with each figure's median
@@ -327,18 +334,10 @@ def median_figures(records):
         numbers = sorted(float(match.group(1).replace(",", "")) for match in found)
         decimals = len(found[0].group(1).partition(".")[2])
         grouped, unit = "," if "," in first else "", found[0].group(2) or ""
-        middle = len(numbers) // 2
-        median = numbers[middle] if len(numbers) % 2 else sum(numbers[middle - 1 : middle + 1]) / 2
+        median = float(np.median(numbers))
         for suffix, number in (("", median), ("_low", numbers[0]), ("_high", numbers[-1])):
             figures[key + suffix] = f"{number:{grouped}.{decimals}f}{unit}"
     return figures, settings
-
-
-# A figure that is a measure: a number, then a unit or none (`"1.35"`, `"1,890"`, `"25%"`).
-MEASURE = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)(%|×| ms| s)?")
-
-
-# ----------------------------------------------------------------------------- processes
 
 
 def worker_result(command, env, name):
