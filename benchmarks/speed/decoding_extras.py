@@ -17,7 +17,7 @@ import time
 import keras
 import numpy as np
 
-from benchmarks.harness import figure_key
+from benchmarks import harness
 from keras_luong import BeamSearchSampler, GreedySampler, LuongSeq2Seq
 
 
@@ -76,10 +76,8 @@ def main():
     )
     figures = figures_of(medians, f"beam {args.beams}")
     for name, median in medians.items():
-        print(f"{name:42s} {median * 1e3:9.1f} ms   {figures[figure_key(name)]:>5}x")
+        print(f"{name:42s} {median * 1e3:9.1f} ms   {figures[harness.figure_key(name)]:>5}x")
     if args.json:
-        from benchmarks import harness
-
         settings = harness.settings_of(
             args, "batch", "length", "units", "vocabulary", "beams", "ngram", "rounds", "calls"
         )
@@ -94,8 +92,9 @@ def figures_of(medians, beam):
     figures = {}
     for name, median in medians.items():
         reference = medians["greedy" if name.startswith("greedy") else beam]
-        figures[figure_key(name)] = f"{median / reference:.2f}"
-        figures[f"{figure_key(name)}_ms"] = f"{1e3 * median:.0f}"
+        key = harness.figure_key(name)
+        figures[key] = f"{median / reference:.2f}"
+        figures[f"{key}_ms"] = f"{1e3 * median:.0f}"
     return figures
 
 
