@@ -65,7 +65,8 @@ def measure(args):
         ids = compiled.generate(source, args.batch)
         first = time.perf_counter() - start
         if not np.array_equal(ids, expected):
-            rows = np.any(np.reshape(ids != expected, (args.batch, -1)), axis=1)
+            differ = np.asarray(ids) != np.asarray(expected)
+            rows = np.any(np.reshape(differ, (args.batch, -1)), axis=1)
             raise SystemExit(
                 f"{name}: the compiled generator decoded other ids in {rows.sum()} of "
                 f"{args.batch} rows: {np.flatnonzero(rows).tolist()}"
