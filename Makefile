@@ -161,7 +161,8 @@ g2p-variants: install
 		KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p $(G2P_VARIANT_ARGS) \
 			$$(echo "$${variant#*=}" | tr + ' ') --output-dir g2p_output/variants/$$name; \
 	done
-	$(PY) -m benchmarks.g2p_table g2p_output/variants --json docs/results/g2p_variants.json
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) -m benchmarks.g2p_table g2p_output/variants \
+		--json docs/results/g2p_variants.json
 
 # Multi30k English->German: one model, at most an hour of training, then validation and test2016
 # BLEU for greedy and beam search (not part of CI). DATA: a folder of the official files

@@ -5,7 +5,8 @@
 Each sub-folder of the argument is one run (`make g2p-variants` writes them); the table gives
 its variant, the epochs it trained, the best validation WER, and the test PER and WER of greedy
 decoding and of beam search. `--json FILE` writes the results file docs/g2p.md quotes: the
-table, and each variant's figures (`global_dot_beam_wer`, ...) and the gaps its text names.
+table, each variant's figures (`global_dot_beam_wer`, ...), the gaps its text names, and the
+paper's BLEU gain from input feeding.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import json
 import os
 import re
 
+from benchmarks import published
 from benchmarks.harness import figure_key, markdown, write_results
 
 # `make g2p-variants`' folders, in the page's order, and the label of each.
@@ -37,7 +39,7 @@ COLUMNS = (
 # each `worse`'s WER less `better`'s, in points with one decimal.
 GAPS = (
     ("local_m_behind_global", "local-m-general", "global-general"),
-    ("local_p_behind_global", "local-p-general", "global-general"),
+    ("global_behind_local_p", "global-general", "local-p-general"),
     ("general_behind_dot", "global-general", "global-dot"),
     ("feeding_on_behind_off", "global-general", "global-general-no-feeding"),
     ("dot_behind_bahdanau", "global-dot", "bahdanau-2015"),
@@ -134,11 +136,13 @@ def main(argv=None):
     rows = [row_of(name, result) for name, result in runs.items()]
     print("\n".join(markdown(COLUMNS, rows)))
     if args.json:
+        (_, _, without), (_, _, with_feeding) = published.LUONG_2015_INPUT_FEEDING
         write_results(
             args.json,
             rows,
             settings=settings_of(runs),
             figures=figures_of(runs),
+            published={"luong_input_feeding_gain": f"{with_feeding - without:.1f}"},
             tables={"variants": {"columns": COLUMNS}},
         )
 

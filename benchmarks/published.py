@@ -31,3 +31,10 @@ CMUDICT = (
     ("Yolchuyeva et al. 2019, Transformer 4x4", 5.23, 22.10),
     ("g2p-seq2seq (CMU Sphinx), 2x512 LSTM", None, 23.3),
 )
+
+# Luong, Pham and Manning 2015, Table 1 (WMT'14 English→German, newstest2014): the rows before
+# and after input feeding, as `(system, perplexity, BLEU)`.
+LUONG_2015_INPUT_FEEDING = (
+    ("Base + reverse + dropout + global attention (location)", 7.3, 16.8),
+    ("Base + reverse + dropout + global attention (location) + feed input", 6.4, 18.1),
+)

@@ -624,6 +624,7 @@ def test_g2p_table_collects_each_variants_row_and_the_gaps_between_them(tmp_path
     assert record["settings"] == {
         "epochs": "2", "beam_width": "5", "length_penalty": "0.5", "window": "5"
     }  # fmt: skip
+    assert record["published"] == {"luong_input_feeding_gain": "1.3"}  # 18.1 - 16.8 BLEU
     assert "| global, general, feeding on | 2 | 38.15 |" in capsys.readouterr().out
 
 
