@@ -86,10 +86,9 @@ def beam_settings(result):
     return found.groups()
 
 
-def figures_of(runs):
-    """Each run's row figures (`<folder as key>_<column>`) and the `GAPS` whose runs are all
-    there."""
-    rows = {name: row_of(name, result) for name, result in runs.items()}
+def figures_of(rows):
+    """Each run's row figures (`<folder as key>_<column>`, from `{folder: row}`) and the
+    `GAPS` whose runs are all there."""
     figures = {}
     for name, row in rows.items():
         for column, value in row.items():
@@ -133,15 +132,15 @@ def main(argv=None):
     runs = read_runs(args.root)
     if not runs:
         raise SystemExit(f"no results.json under {args.root}")
-    rows = [row_of(name, result) for name, result in runs.items()]
-    print("\n".join(markdown(COLUMNS, rows)))
+    rows = {name: row_of(name, result) for name, result in runs.items()}
+    print("\n".join(markdown(COLUMNS, list(rows.values()))))
     if args.json:
         (_, _, without), (_, _, with_feeding) = published.LUONG_2015_INPUT_FEEDING
         write_results(
             args.json,
-            rows,
+            list(rows.values()),
             settings=settings_of(runs),
-            figures=figures_of(runs),
+            figures=figures_of(rows),
             published={"luong_input_feeding_gain": f"{with_feeding - without:.1f}"},
             tables={"variants": {"columns": COLUMNS}},
         )
